@@ -1,0 +1,207 @@
+"""``Array``: an immutable array living in a device buffer, possibly still being computed.
+
+Arithmetic, indexing and the other NumPy-style methods are attached by ``pyree.numpy`` (they
+are programs, and the runtime knows nothing of programs); this class holds the buffer, the
+fence that says when its contents are ready, and the conversions to host values.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .aval import ShapedArray
+from .device import Device, default_device, register_array
+
+
+class Array:
+    """An immutable N-dimensional array on a device (JAX's ``jax.Array``).
+
+    Results of pyree computations are Arrays; the call that made one may still be running.
+    Shape, dtype and size are known at once; reading the values (``np.asarray``, ``print``,
+    ``float()``) waits for them::
+
+        x = pyree.numpy.arange(3.0)
+        x.shape, x.dtype          # ((3,), dtype('float32')), without waiting
+        x.block_until_ready()
+        x.at[0].set(5.0)          # Array([5., 1., 2.], dtype=float32); x is unchanged
+    """
+
+    __slots__ = ("_buffer", "_fence", "aval", "_device", "_npy", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, buffer, aval: ShapedArray, device: Device, fence=None) -> None:
+        self._buffer = buffer
+        self._fence = fence
+        self.aval = aval
+        self._device = device
+        self._npy = None
+        register_array(self)
+
+    # -- what is known without waiting ------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.size * self.aval.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.aval.dtype.itemsize
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    def devices(self) -> set:
+        return {self._device}
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d Array)")
+        return self.aval.shape[0]
+
+    # -- waiting and reading ----------------------------------------------------------------
+    def _wait(self) -> None:
+        fence = self._fence
+        if fence is not None:
+            fence.wait()
+            self._fence = None
+
+    def block_until_ready(self) -> "Array":
+        """Wait until the value is computed; returns ``self``."""
+        self._check_alive()
+        self._wait()
+        return self
+
+    def is_ready(self) -> bool:
+        """True when the value is computed (never waits)."""
+        return self._fence is None
+
+    def _check_alive(self) -> None:
+        if self._buffer is None:
+            raise RuntimeError("Array has been deleted")
+
+    def _value(self) -> np.ndarray:
+        """The contents as a read-only NumPy array (fetched once, then kept)."""
+        npy = self._npy
+        if npy is None:
+            self._check_alive()
+            self._wait()
+            npy = self._device.fetch(self._buffer, self.aval.shape, self.aval.dtype)
+            npy.flags.writeable = False
+            self._npy = npy
+        return npy
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        value = self._value()
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        return value.copy() if copy else value
+
+    def tolist(self) -> Any:
+        return self._value().tolist()
+
+    def item(self, *args) -> Any:
+        return self._value().item(*args)
+
+    def _scalar(self, kind: str):
+        if self.aval.size != 1:
+            raise TypeError(f"only size-1 arrays can be converted to Python scalars "
+                            f"(this one has shape {self.aval.shape}); use {kind}(x[i]) or x.item(i)")
+        return self._value().reshape(())[()]
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex"))
+
+    def __bool__(self) -> bool:
+        if self.aval.size != 1:
+            raise ValueError(f"The truth value of an array with more than one element is "
+                             f"ambiguous (shape {self.aval.shape}). Use a.any() or a.all()")
+        return bool(self._value().reshape(())[()])
+
+    def __index__(self) -> int:
+        if self.aval.shape != () or self.aval.dtype.kind not in "iub":
+            raise TypeError(f"only integer scalar arrays can be converted to a scalar index "
+                            f"(this one is {self.aval.str_short()})")
+        return int(self._value()[()])
+
+    def __format__(self, spec: str) -> str:
+        if self.aval.shape == ():
+            return format(self._value()[()], spec)
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        if self._buffer is None:
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype})"
+        value = self._value()
+        prefix = "Array("
+        text = np.array2string(value, separator=", ", prefix=prefix,
+                               threshold=1000) if value.size else f"[], shape={value.shape}"
+        weak = ", weak_type=True" if self.aval.weak_type else ""
+        return f"{prefix}{text}, dtype={self.dtype.name}{weak})"
+
+    def __str__(self) -> str:
+        return str(self._value())
+
+    # -- immutability ------------------------------------------------------------------------
+    def __setitem__(self, index, value) -> None:
+        raise TypeError(
+            "pyree Arrays are immutable: in-place assignment like x[idx] = y is not supported. "
+            "Write x = x.at[idx].set(y) instead (a new Array; under @jit it is done in place "
+            "when x is not used afterwards).")
+
+    __hash__ = None  # arrays are mutable-looking values; JAX's are unhashable too
+
+    def __reduce__(self):
+        return (_from_numpy_for_pickle, (self._value(), self.aval.weak_type))
+
+    # -- lifetime ---------------------------------------------------------------------------
+    def delete(self) -> None:
+        """Free the device buffer now; the Array is unusable afterwards."""
+        self._release()
+
+    def is_deleted(self) -> bool:
+        return self._buffer is None
+
+    def _release(self) -> None:
+        if self._buffer is not None:
+            self._wait()
+            self._buffer = None
+
+
+def _from_numpy_for_pickle(value: np.ndarray, weak_type: bool) -> Array:
+    return device_put_numpy(value, weak_type=weak_type)
+
+
+def device_put_numpy(value: np.ndarray, device: Optional[Device] = None,
+                     weak_type: bool = False) -> Array:
+    """Copy a NumPy array (already of a canonical dtype) to a device as an Array."""
+    device = device or default_device()
+    value = np.asarray(value)
+    aval = ShapedArray(value.shape, value.dtype, weak_type)
+    return Array(device.put(value), aval, device)

@@ -1,0 +1,232 @@
+"""Devices: IREE HAL devices behind pyree's ``Device`` objects, and host <-> device copies.
+
+A CPU ``Device`` owns two IREE drivers over the same host memory: ``local-sync`` runs a call
+inline in the calling thread (~4 µs a call, one core) and ``local-task`` runs it on a pool of
+worker threads (all cores, but ~50 µs of thread wake-up when the caller waits). Executables
+choose per call by the amount of work; buffers from either driver are usable by both.
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from pyree import config
+from pyree.dtypes import bfloat16
+
+_rt = None  # iree.runtime, imported on first use
+
+
+def iree_runtime():
+    """The ``iree.runtime`` module (imported lazily: it is not needed to trace or lower)."""
+    global _rt
+    if _rt is None:
+        import iree.runtime as rt
+        _rt = rt
+    return _rt
+
+
+_instance = None
+_instance_lock = threading.Lock()
+
+
+def vm_instance():
+    """The process's one ``VmInstance``."""
+    global _instance
+    if _instance is None:
+        with _instance_lock:
+            if _instance is None:
+                _instance = iree_runtime().VmInstance()
+    return _instance
+
+
+def hal_element_type(dtype: np.dtype):
+    """IREE's element type for a NumPy dtype."""
+    rt = iree_runtime()
+    table = _ELEMENT_TYPES.get("table")
+    if table is None:
+        E = rt.HalElementType
+        table = {
+            np.dtype(np.bool_): E.BOOL_8, np.dtype(np.int8): E.SINT_8,
+            np.dtype(np.int16): E.SINT_16, np.dtype(np.int32): E.SINT_32,
+            np.dtype(np.int64): E.SINT_64, np.dtype(np.uint8): E.UINT_8,
+            np.dtype(np.uint16): E.UINT_16, np.dtype(np.uint32): E.UINT_32,
+            np.dtype(np.uint64): E.UINT_64, np.dtype(np.float16): E.FLOAT_16,
+            np.dtype(np.float32): E.FLOAT_32, np.dtype(np.float64): E.FLOAT_64,
+            np.dtype(bfloat16): E.BFLOAT_16, np.dtype(np.complex64): E.COMPLEX_64,
+            np.dtype(np.complex128): E.COMPLEX_128,
+        }
+        _ELEMENT_TYPES["table"] = table
+    try:
+        return table[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"dtype {np.dtype(dtype)} is not supported on pyree devices") from None
+
+
+_ELEMENT_TYPES: dict[str, Any] = {}
+
+# Per platform: (drivers in order of preference for small and large work, compile flags).
+_PLATFORMS = {
+    "cpu": (("local-sync", "local-task"), ("--iree-hal-target-device=local",
+             "--iree-hal-local-target-device-backends=llvm-cpu")),
+    "cuda": (("cuda", "cuda"), ("--iree-hal-target-device=cuda",)),
+    "vulkan": (("vulkan", "vulkan"), ("--iree-hal-target-device=vulkan",)),
+}
+
+
+class Device:
+    """A device that runs compiled modules, e.g. ``pyree.devices()[0]``.
+
+    Example::
+
+        dev = pyree.devices("cpu")[0]
+        x = pyree.device_put(np.ones(3), dev)
+    """
+
+    def __init__(self, platform: str, id: int = 0) -> None:
+        if platform not in _PLATFORMS:
+            raise ValueError(f"unknown platform {platform!r}; pyree knows {sorted(_PLATFORMS)}")
+        self.platform = platform
+        self.id = id
+        self._small_driver, self._large_driver = _PLATFORMS[platform][0]
+        self._hal: dict[str, Any] = {}
+        self._hal_modules: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def target_flags(self) -> tuple[str, ...]:
+        """IREE compiler flags that target this device."""
+        return _PLATFORMS[self.platform][1]
+
+    def driver_for(self, work: int) -> str:
+        """Which IREE driver runs a call that touches about ``work`` elements."""
+        return self._large_driver if work >= LARGE_WORK else self._small_driver
+
+    def hal_device(self, driver: str | None = None):
+        """The IREE ``HalDevice`` of one of this device's drivers (created on first use)."""
+        driver = driver or self._small_driver
+        hal = self._hal.get(driver)
+        if hal is None:
+            with self._lock:
+                hal = self._hal.get(driver)
+                if hal is None:
+                    rt = iree_runtime()
+                    try:
+                        hal = rt.get_driver(driver).create_default_device()
+                    except Exception as e:  # the driver or its hardware is missing
+                        raise RuntimeError(
+                            f"pyree could not open IREE driver {driver!r} for platform "
+                            f"{self.platform!r}: {e}") from None
+                    self._hal_modules[driver] = rt.create_hal_module(vm_instance(), hal)
+                    self._hal[driver] = hal
+        return hal
+
+    def hal_module(self, driver: str):
+        self.hal_device(driver)
+        return self._hal_modules[driver]
+
+    def put(self, value: np.ndarray):
+        """Copy a host array into a new device buffer view (synchronously)."""
+        rt = iree_runtime()
+        hal = self.hal_device(self._small_driver)
+        value = np.asarray(value, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+        return hal.allocator.allocate_buffer_copy(
+            memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
+            device=hal, buffer=value, element_type=hal_element_type(value.dtype))
+
+    def fetch(self, buffer_view, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        """Copy a (ready) device buffer view into a new host array."""
+        if 0 in shape:
+            return np.zeros(shape, dtype)
+        mapping = buffer_view.map()
+        # Copy out of the mapping: a NumPy view of it must not outlive the device at exit.
+        host = np.array(mapping.asarray(shape, np.dtype(dtype)), copy=True)
+        del mapping
+        return host
+
+    def __repr__(self) -> str:
+        return f"{self.platform.capitalize() if self.platform != 'cpu' else 'Cpu'}Device(id={self.id})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+
+    def __hash__(self) -> int:
+        return hash((self.platform, self.id))
+
+
+# Calls touching at least this many elements run on the worker pool instead of inline.
+LARGE_WORK = 1 << 17
+
+_devices: dict[str, list[Device]] = {}
+
+
+def devices(platform: str | None = None) -> list[Device]:
+    """The devices of a platform (default: ``pyree.config.platform``, normally ``"cpu"``).
+
+    Example::
+
+        pyree.devices()          # [CpuDevice(id=0)]
+    """
+    platform = platform or config.platform
+    if platform not in _devices:
+        dev = Device(platform)
+        if platform != "cpu":
+            dev.hal_device()  # fail here, clearly, when the hardware is absent
+        _devices[platform] = [dev]
+    return _devices[platform]
+
+
+def default_device() -> Device:
+    """The device computations run on unless told otherwise."""
+    return devices()[0]
+
+
+# Every Array registers here, so that at interpreter exit the buffers are released before the
+# devices that own them (IREE crashes if a buffer outlives its allocator). A plain list of weak
+# references is the cheapest registry (Arrays are unhashable); dead entries are swept out when
+# it has doubled since the last sweep.
+_live_refs: list = []
+_sweep_at = 1024
+_exit_hooks: list = []
+
+
+def register_array(array: Any) -> None:
+    global _sweep_at
+    _live_refs.append(weakref.ref(array))
+    if len(_live_refs) >= _sweep_at:
+        _live_refs[:] = [r for r in _live_refs if r() is not None]
+        _sweep_at = max(1024, 2 * len(_live_refs))
+
+
+def live_arrays() -> list:
+    """The Arrays whose device buffers are alive.
+
+    Example::
+
+        len(pyree.live_arrays())
+    """
+    arrays = [r() for r in list(_live_refs)]
+    return [a for a in arrays if a is not None and a._buffer is not None]
+
+
+def _release_everything() -> None:
+    for ref in list(_live_refs):
+        array = ref()
+        if array is None:
+            continue
+        try:
+            array._release()
+        except Exception:  # a fence that failed: nothing useful to do at exit
+            pass
+    for hook in _exit_hooks:
+        hook()
+    for devs in _devices.values():
+        for dev in devs:
+            dev._hal_modules.clear()
+            dev._hal.clear()
+
+
+atexit.register(_release_everything)

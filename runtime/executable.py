@@ -1,0 +1,109 @@
+"""A compiled function loaded on a device and called with Arrays, asynchronously.
+
+Modules are compiled with IREE's async-external execution model: every function takes its
+inputs followed by a wait fence (when its inputs are ready) and a signal fence (when its outputs
+are). A call returns as soon as the work is queued; the outputs carry the signal fence, and the
+next call waits on it on the device, not in Python.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Sequence
+
+from .array import Array
+from .aval import ShapedArray
+from .device import Device, iree_runtime, vm_instance
+
+
+class Executable:
+    """One function of a ``.vmfb``, callable with Arrays on ``device``.
+
+    ``work`` (about how many elements the call touches) picks the driver: small calls run
+    inline on ``local-sync``, large ones on the ``local-task`` worker pool.
+
+    Example::
+
+        exe = Executable(vmfb, "main", default_device(), [ShapedArray((3,), "float32")])
+        (y,) = exe([x])
+    """
+
+    def __init__(self, vmfb: bytes, function: str, device: Device,
+                 out_avals: Sequence[ShapedArray], work: int = 0) -> None:
+        self.vmfb = vmfb
+        self.function = function
+        self.device = device
+        self.out_avals = tuple(out_avals)
+        self.work = work
+        self._module = None
+        self._bound: dict[str, tuple] = {}
+        self._lock = threading.Lock()
+        self._default = None  # (context, function, hal device, synchronous) for `work`
+
+    def _bind(self, driver: str) -> tuple:
+        bound = self._bound.get(driver)
+        if bound is None:
+            with self._lock:
+                bound = self._bound.get(driver)
+                if bound is None:
+                    rt = iree_runtime()
+                    instance = vm_instance()
+                    if self._module is None:
+                        self._module = rt.VmModule.copy_buffer(instance, self.vmfb)
+                    hal = self.device.hal_device(driver)
+                    context = rt.VmContext(instance, [self.device.hal_module(driver), self._module])
+                    fn = self._module.lookup_function(self.function)
+                    if fn is None:
+                        raise RuntimeError(f"compiled module has no function {self.function!r}")
+                    bound = (context, fn, hal, driver == "local-sync")
+                    self._bound[driver] = bound
+        return bound
+
+    def __call__(self, args: Sequence[Array], ints: Sequence[int] = (), work: int | None = None,
+                 out_avals: Sequence[ShapedArray] | None = None) -> list[Array]:
+        """Queue a call; returns the output Arrays at once (they may still be computing).
+
+        ``ints`` are trailing i64 arguments; ``work`` overrides the size estimate that picks the
+        driver and ``out_avals`` the output types (both vary per call in shape-polymorphic
+        modules)."""
+        if work is None:
+            bound = self._default
+            if bound is None:
+                bound = self._default = self._bind(self.device.driver_for(self.work))
+        else:
+            bound = self._bind(self.device.driver_for(work))
+        context, fn, hal, synchronous = bound
+        rt = _rt()
+        inputs = rt.VmVariantList(len(args) + len(ints) + 2)
+        waits = None
+        for a in args:
+            buffer = a._buffer
+            if buffer is None:
+                raise RuntimeError("an argument Array has been deleted")
+            inputs.push_ref(buffer)
+            fence = a._fence
+            if fence is not None:
+                if waits is None:
+                    waits = [fence]
+                else:
+                    waits.append(fence)
+        for i in ints:
+            inputs.push_int(i)
+        if waits is None:
+            inputs.push_ref(rt.HalFence(0))
+        else:
+            inputs.push_ref(waits[0] if len(waits) == 1 else rt.HalFence.join(waits))
+        signal = rt.HalFence.create_at(hal.create_semaphore(0), 1)
+        inputs.push_ref(signal)
+        avals = self.out_avals if out_avals is None else out_avals
+        outputs = rt.VmVariantList(len(avals))
+        context.invoke(fn, inputs, outputs)
+        # local-sync has finished by the time invoke returns; local-task may still be working.
+        fence = None if synchronous else signal
+        device = self.device
+        view = rt.HalBufferView
+        return [Array(outputs.get_as_object(i, view), aval, device, fence)
+                for i, aval in enumerate(avals)]
+
+
+def _rt():
+    return iree_runtime()

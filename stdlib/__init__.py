@@ -1,0 +1,47 @@
+"""pyree: JAX's programming model, compiled by IREE.
+
+    import pyree as jax
+    import pyree.numpy as jnp
+
+    @jax.jit
+    def f(x):
+        return jnp.sin(x) ** 2 + jnp.cos(x) ** 2
+
+Attributes load on first use, so that ``import pyree.runtime`` (what a deployed service
+needs) imports neither the compiler nor the transpiler.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# Public name -> module that defines it. Modules in _SUBMODULES are returned themselves.
+_ATTRIBUTES = {
+    "jit": "pyree._api", "make_ir": "pyree._api", "eval_shape": "pyree._api",
+    "device_put": "pyree._api", "device_get": "pyree._api", "block_until_ready": "pyree._api",
+    "ShapeDtypeStruct": "pyree._api", "Array": "pyree._api",
+    "devices": "pyree._api", "local_devices": "pyree._api", "default_backend": "pyree._api",
+    "device_count": "pyree._api", "live_arrays": "pyree._api",
+    "tree_map": "pyree.tree_util", "tree_flatten": "pyree.tree_util",
+    "tree_unflatten": "pyree.tree_util", "tree_leaves": "pyree.tree_util",
+    "tree_structure": "pyree.tree_util",
+}
+_SUBMODULES = {"numpy", "lax", "tree_util", "errors", "config", "dtypes", "runtime",
+               "transpiler"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"pyree.{name}")
+    module = _ATTRIBUTES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pyree' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ATTRIBUTES) | _SUBMODULES)

@@ -1,0 +1,127 @@
+"""``pyree.numpy``: NumPy's API on pyree arrays, with JAX's semantics (immutable arrays, JAX's
+type promotion, float32 by default). Everything is composed from pyree's primitives, so it
+works eagerly and under ``jit`` alike::
+
+    import pyree.numpy as jnp
+    x = jnp.linspace(0.0, 1.0, 5)
+    jnp.sum(jnp.sin(x) ** 2 + jnp.cos(x) ** 2)     # 5.
+"""
+from __future__ import annotations
+
+import abc as _abc
+
+import numpy as _np
+
+from pyree import dtypes as _dtypes
+from pyree.runtime.array import Array as _Array
+from pyree.transpiler.trace import Tracer as _Tracer
+
+from . import _array_methods
+from ._creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,
+                        identity, linspace, ones, ones_like, zeros, zeros_like)
+from ._indexing import getitem as _getitem
+from ._linalg import dot, inner, matmul, outer, vdot
+from ._reductions import (all, amax, amin, any, argmax, argmin, max, mean, min, prod, std,
+                          sum, var)
+from ._shape import (broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape,
+                     squeeze, stack, swapaxes, transpose)
+from ._ufuncs import (abs, absolute, add, arctan2, around, bitwise_and, bitwise_not,
+                      bitwise_or, bitwise_xor, cbrt, ceil, clip, cos, divide, equal, erf, exp,
+                      expm1, floor, floor_divide, fmod, greater, greater_equal, invert, isfinite,
+                      isinf, isnan, left_shift, less, less_equal, log, log1p, logical_and,
+                      logical_not, logical_or, logical_xor, logistic, maximum, minimum, mod,
+                      multiply, negative, not_equal, positive, power, reciprocal, remainder,
+                      right_shift, rint, round, rsqrt, sign, sin, sqrt, square, subtract, tan,
+                      tanh, true_divide, trunc, where)
+from ._util import broadcast_shapes
+
+_array_methods.install()
+
+
+class ndarray(metaclass=_abc.ABCMeta):
+    """The type of pyree arrays, for ``isinstance`` checks: both concrete Arrays and the traced
+    values seen inside ``jit`` are instances.
+
+    Example::
+
+        isinstance(jnp.ones(3), jnp.ndarray)   # True
+    """
+
+
+ndarray.register(_Array)
+ndarray.register(_Tracer)
+
+
+class _ScalarMeta(type):
+    def __call__(cls, value):
+        return array(value, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, _np.generic) and instance.dtype == cls.dtype
+
+    def __repr__(cls):
+        return f"<class 'pyree.numpy.{cls.__name__}'>"
+
+
+def _scalar_type(name: str, dtype) -> type:
+    """``jnp.float32``: a dtype usable anywhere NumPy takes one, and callable to make arrays
+    (``jnp.float32(3)`` is an Array, as in JAX)."""
+    return _ScalarMeta(name, (object,), {"dtype": _np.dtype(dtype), "__doc__":
+                                         f"The {name} scalar type. Example: jnp.{name}(1)"})
+
+
+bool_ = _scalar_type("bool_", _np.bool_)
+int8 = _scalar_type("int8", _np.int8)
+int16 = _scalar_type("int16", _np.int16)
+int32 = _scalar_type("int32", _np.int32)
+int64 = _scalar_type("int64", _np.int64)
+uint8 = _scalar_type("uint8", _np.uint8)
+uint16 = _scalar_type("uint16", _np.uint16)
+uint32 = _scalar_type("uint32", _np.uint32)
+uint64 = _scalar_type("uint64", _np.uint64)
+float16 = _scalar_type("float16", _np.float16)
+bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
+float32 = _scalar_type("float32", _np.float32)
+float64 = _scalar_type("float64", _np.float64)
+complex64 = _scalar_type("complex64", _np.complex64)
+complex128 = _scalar_type("complex128", _np.complex128)
+int_ = int32
+float_ = float32
+complex_ = complex64
+
+dtype = _np.dtype
+result_type = _dtypes.result_type
+promote_types = _dtypes.promote_types
+issubdtype = _dtypes.issubdtype
+finfo = _dtypes.finfo
+iinfo = _dtypes.iinfo
+integer = _np.integer
+signedinteger = _np.signedinteger
+unsignedinteger = _np.unsignedinteger
+floating = _np.floating
+inexact = _np.inexact
+complexfloating = _np.complexfloating
+number = _np.number
+generic = _np.generic
+
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+newaxis = None
+
+
+def shape(a) -> tuple:
+    """The shape of an array or scalar. Example: ``jnp.shape(jnp.ones((2, 3)))`` -> (2, 3)"""
+    from pyree.transpiler.trace import get_aval
+    return get_aval(a).shape if not isinstance(a, (list, tuple)) else _np.shape(a)
+
+
+def ndim(a) -> int:
+    """The number of dimensions. Example: ``jnp.ndim(jnp.ones((2, 3)))`` -> 2"""
+    return len(shape(a))
+
+
+def size(a) -> int:
+    """The number of elements. Example: ``jnp.size(jnp.ones((2, 3)))`` -> 6"""
+    return int(_np.prod(shape(a)))

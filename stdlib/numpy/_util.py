@@ -1,0 +1,167 @@
+"""Shared machinery of ``pyree.numpy``: argument checks, dtype promotion, broadcasting."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from pyree import dtypes, lax
+from pyree.runtime.array import Array
+from pyree.transpiler.source import where
+from pyree.transpiler.trace import Tracer, TypedScalar, get_aval
+
+PY_SCALARS = (bool, int, float, complex)
+ARRAY_TYPES = (Array, Tracer, np.ndarray, np.generic, TypedScalar)
+
+
+def typed_scalar(x: Any, dtype: Any, weak_type: bool = False) -> TypedScalar:
+    """A concrete scalar of ``dtype`` (a literal when traced). Example: ``typed_scalar(2.0, f16)``"""
+    return TypedScalar(x, np.dtype(dtype), weak_type)
+
+
+def is_arraylike(x: Any) -> bool:
+    return isinstance(x, ARRAY_TYPES + PY_SCALARS)
+
+
+def check_arraylike(name: str, *args: Any) -> None:
+    """Lists and tuples are not arrays (as in JAX): ``sum([1, 2])`` is a TypeError."""
+    for i, a in enumerate(args):
+        if not is_arraylike(a):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
+                            f"{type(a).__name__} at position {i}. Use "
+                            f"pyree.numpy.asarray(...) to make an array from a list."
+                            f"{where(None)}")
+
+
+def ndim(x: Any) -> int:
+    return get_aval(x).ndim
+
+
+def shape(x: Any) -> tuple:
+    return get_aval(x).shape
+
+
+def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
+    """``x`` as ``dtype`` with the given weak type; concrete scalars convert without an op."""
+    if isinstance(x, PY_SCALARS + (np.generic, TypedScalar)):
+        value = x.value if isinstance(x, TypedScalar) else x
+        return typed_scalar(value, dtype, weak_type)
+    if isinstance(x, np.ndarray):
+        x = np.asarray(x)
+        if x.ndim == 0:
+            return typed_scalar(x[()], dtype, weak_type)
+    aval = get_aval(x)
+    if aval.dtype == dtype and aval.weak_type == weak_type:
+        return x
+    return lax.convert_element_type(x, dtype, weak_type)
+
+
+def promote_dtypes(*args: Any) -> list:
+    """Convert arguments to their common dtype under JAX's promotion rules (weak types too)."""
+    if len(args) < 2:
+        return list(args)
+    dtype, weak = dtypes.result_type(*[_promotion_operand(a) for a in args],
+                                     return_weak_type_flag=True)
+    return [convert(a, dtype, weak) for a in args]
+
+
+def _promotion_operand(x: Any) -> Any:
+    if isinstance(x, (Tracer, Array, TypedScalar)):
+        return x.aval
+    if isinstance(x, np.ndarray):
+        return np.dtype(dtypes.canonicalize_dtype(x.dtype))
+    if isinstance(x, np.generic):
+        return np.dtype(dtypes.canonicalize_dtype(x.dtype))
+    return x
+
+
+def default_float_dtype() -> np.dtype:
+    return dtypes.canonicalize_dtype(float)
+
+
+def promote_dtypes_inexact(*args: Any) -> list:
+    """Like ``promote_dtypes``, then integers and booleans become the default float type."""
+    dtype, weak = dtypes.result_type(*[_promotion_operand(a) for a in args],
+                                     return_weak_type_flag=True)
+    if dtype.kind in "biu":
+        dtype = default_float_dtype()
+    return [convert(a, dtype, weak) for a in args]
+
+
+def promote_dtypes_numeric(*args: Any) -> list:
+    """Like ``promote_dtypes``, then booleans become the default int type."""
+    dtype, weak = dtypes.result_type(*[_promotion_operand(a) for a in args],
+                                     return_weak_type_flag=True)
+    if dtype == np.bool_:
+        dtype = dtypes.canonicalize_dtype(int)
+    return [convert(a, dtype, weak) for a in args]
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple:
+    """NumPy's broadcasting of shapes; the error names all shapes and the user's line."""
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError:
+        text = ", ".join(str(tuple(s)) for s in shapes)
+        raise TypeError(f"shapes {text} cannot be broadcast together{where(None)}") from None
+
+
+def broadcast_to_shape(x: Any, target: Sequence[int]) -> Any:
+    """Broadcast ``x`` to ``target`` (NumPy rules: align trailing dimensions)."""
+    target = tuple(target)
+    aval = get_aval(x)
+    if aval.shape == target:
+        return x
+    if len(aval.shape) > len(target):
+        raise TypeError(f"cannot broadcast shape {aval.shape} to {target}{where(None)}")
+    lead = len(target) - len(aval.shape)
+    for i, d in enumerate(aval.shape):
+        if d != 1 and d != target[lead + i]:
+            raise TypeError(f"cannot broadcast shape {aval.shape} to {target}{where(None)}")
+    return lax.broadcast_in_dim(x, target, tuple(range(lead, len(target))))
+
+
+def broadcast_operands(*args: Any) -> list:
+    """Broadcast to a common shape; rank-0 operands stay rank 0 (primitives broadcast them)."""
+    shapes = [get_aval(a).shape for a in args]
+    nonscalar = [s for s in shapes if s != ()]
+    if not nonscalar or all(s == nonscalar[0] for s in nonscalar):
+        return list(args)
+    target = broadcast_shapes(*shapes)
+    return [a if s == () else broadcast_to_shape(a, target) for a, s in zip(args, shapes)]
+
+
+def canonical_axis(axis: int, ndim_: int, name: str = "axis") -> int:
+    axis = int(axis)
+    if not -ndim_ <= axis < max(ndim_, 1) or (ndim_ == 0 and axis not in (0, -1)):
+        raise np.exceptions.AxisError(f"{name} {axis} is out of bounds for array of dimension "
+                                      f"{ndim_}")
+    return axis % ndim_ if ndim_ else 0
+
+
+def canonical_axes(axis: Any, ndim_: int) -> tuple:
+    """``axis`` (None, an int or a tuple) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim_))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonical_axis(a, ndim_) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"repeated axis in {axis}")
+        return tuple(sorted(axes))
+    return (canonical_axis(axis, ndim_),)
+
+
+def requested_dtype(dtype: Any) -> Optional[np.dtype]:
+    """A user's ``dtype=`` argument, canonicalised (float64 -> float32 without x64, with a
+    warning as in JAX)."""
+    if dtype is None:
+        return None
+    wanted = np.dtype(dtype) if not isinstance(dtype, type) or dtype not in PY_SCALARS else None
+    canonical = dtypes.canonicalize_dtype(dtype)
+    if wanted is not None and wanted != canonical and wanted.itemsize == 8:
+        import warnings
+        warnings.warn(f"Explicitly requested dtype {wanted.name} requested in a pyree function "
+                      f"is not available, and will be truncated to dtype {canonical.name}. To "
+                      f"enable more dtypes, set pyree.config.update('enable_x64', True) or the "
+                      f"PYREE_ENABLE_X64=1 environment variable.", UserWarning, stacklevel=3)
+    return canonical

@@ -1,0 +1,511 @@
+"""Pytrees: nested containers whose leaves are arrays, with JAX's ``jax.tree_util`` semantics.
+
+Tuples, lists, dicts (children in sorted key order), ``None`` (a node without children),
+namedtuples, ``OrderedDict`` and ``defaultdict`` are nodes; so is every type registered with
+``register_pytree_node``. Everything else is a leaf::
+
+    leaves, treedef = tree_flatten((1, {"b": 2, "a": None}))
+    leaves                           # [1, 2]
+    treedef                          # PyTreeDef((*, {'a': None, 'b': *}))
+    tree_unflatten(treedef, [3, 4])  # (3, {'a': None, 'b': 4})
+
+``jit`` flattens its arguments on every call, so the hot paths below check the built-in
+container types with a single dict lookup before anything else.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import operator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+__all__ = [
+    "PyTreeDef", "Partial", "all_leaves", "register_dataclass", "register_pytree_node",
+    "register_pytree_node_class", "tree_all", "tree_flatten", "tree_leaves", "tree_map",
+    "tree_reduce", "tree_structure", "tree_unflatten", "treedef_children", "treedef_is_leaf",
+    "treedef_tuple",
+]
+
+_T = TypeVar("_T")
+_NoneType = type(None)
+_OrderedDict = collections.OrderedDict
+_defaultdict = collections.defaultdict
+
+# How a Python type is flattened; every type seen is cached in _KIND (leaf types included) so
+# classifying a value costs one dict lookup.
+_LEAF, _TUPLE, _LIST, _DICT, _NONE, _NAMEDTUPLE, _ORDERED, _DEFAULT, _CUSTOM = range(9)
+_KIND: dict[type, int] = {
+    tuple: _TUPLE, list: _LIST, dict: _DICT, _NoneType: _NONE,
+    _OrderedDict: _ORDERED, _defaultdict: _DEFAULT,
+}
+_BUILTIN_NODE_TYPES = frozenset(_KIND)
+# Registered types: type -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x).
+_CUSTOM_NODES: dict[type, tuple[Callable, Callable]] = {}
+_MAX_CACHED_TYPES = 4096  # bound on cached leaf types (classes made on the fly must not leak)
+
+
+def _classify(t: type) -> int:
+    kind = _NAMEDTUPLE if issubclass(t, tuple) and hasattr(t, "_fields") else _LEAF
+    if len(_KIND) > _MAX_CACHED_TYPES:
+        for cached in [c for c, k in list(_KIND.items()) if k in (_LEAF, _NAMEDTUPLE)]:
+            _KIND.pop(cached, None)
+    _KIND[t] = kind
+    return kind
+
+
+class PyTreeDef(tuple):
+    """The structure of a pytree: its node types, their aux data, and where the leaves go.
+
+    Immutable and hashable; equal when the structures are equal (leaf values play no part).
+    Internally it is the tuple ``(node_type, aux_data, children, num_leaves)``, with
+    ``node_type`` None for a leaf, so comparing and hashing run at C speed. Example::
+
+        treedef = tree_structure({"a": 1, "b": (2, 3)})
+        treedef.num_leaves                   # 3
+        treedef.unflatten([4, 5, 6])         # {'a': 4, 'b': (5, 6)}
+        treedef.flatten_up_to({"a": [7], "b": (8, 9)})   # [[7], 8, 9]
+    """
+
+    __slots__ = ()
+
+    @property
+    def num_leaves(self) -> int:
+        """Number of leaves, e.g. ``tree_structure((1, [2, 3])).num_leaves == 3``."""
+        return self[3]
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes, leaves included, e.g. ``tree_structure((1, 2)).num_nodes == 3``."""
+        return 1 + sum(child.num_nodes for child in self[2])
+
+    def children(self) -> list[PyTreeDef]:
+        """Treedefs of the children, e.g. ``tree_structure((1, [2])).children()``
+        is ``[PyTreeDef(*), PyTreeDef([*])]``."""
+        return list(self[2])
+
+    def unflatten(self, leaves: Iterable[Any]) -> Any:
+        """Builds the pytree with this structure from ``leaves``, in ``tree_flatten`` order.
+
+        Example: ``tree_structure((1, 2)).unflatten(["a", "b"]) == ("a", "b")``.
+        """
+        if type(leaves) is not list and type(leaves) is not tuple:
+            leaves = list(leaves)
+        if len(leaves) != self[3]:
+            raise ValueError(f"tree_unflatten: {self!r} has {self[3]} leaves, but "
+                             f"{len(leaves)} leaves were given")
+        if (self[0] is tuple and len(self[2]) == self[3]
+                and self[2] == _all_leaf_children(self[3])):
+            return tuple(leaves)  # the common case of jit arguments: a flat tuple
+        return _build(self, iter(leaves))
+
+    def flatten_up_to(self, tree: Any) -> list[Any]:
+        """The subtrees of ``tree`` at this structure's leaf positions.
+
+        ``tree`` must have this structure as a prefix, else ValueError. Example:
+        ``tree_structure((1, 2)).flatten_up_to(([3], {"a": 4})) == [[3], {"a": 4}]``.
+        """
+        subtrees: list[Any] = []
+        try:
+            _up_to(self, tree, subtrees)
+        except _StructureMismatch as e:
+            raise ValueError(_mismatch_message(e, self, tree)) from None
+        return subtrees
+
+    def __repr__(self) -> str:
+        return f"PyTreeDef({_format(self)})"
+
+    __str__ = __repr__
+
+    # tuple would concatenate, repeat and count these; a structure is no sequence.
+    __add__ = __mul__ = __rmul__ = None  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return (_make_treedef, (tuple(self),))
+
+
+_new_treedef = tuple.__new__
+
+
+def _make_treedef(fields: tuple) -> PyTreeDef:
+    return _new_treedef(PyTreeDef, fields)
+
+
+_LEAF_DEF = _make_treedef((None, None, (), 1))
+_NONE_DEF = _make_treedef((_NoneType, None, (), 0))
+_ALL_LEAF_CHILDREN: dict[int, tuple] = {}  # n -> (_LEAF_DEF,) * n
+
+
+def _all_leaf_children(n: int) -> tuple:
+    children = _ALL_LEAF_CHILDREN.get(n)
+    if children is None:
+        children = (_LEAF_DEF,) * n
+        if n <= 256:
+            _ALL_LEAF_CHILDREN[n] = children
+    return children
+
+
+def _flatten(x: Any, leaves: list, is_leaf: Callable[[Any], bool] | None) -> PyTreeDef:
+    if is_leaf is not None and is_leaf(x):
+        leaves.append(x)
+        return _LEAF_DEF
+    t = type(x)
+    kind = _KIND.get(t)
+    if kind is None:
+        kind = _classify(t)
+    if kind == _LEAF:
+        leaves.append(x)
+        return _LEAF_DEF
+    start = len(leaves)
+    if kind == _TUPLE or kind == _LIST or kind == _NAMEDTUPLE:
+        aux = None
+        children = []
+        for child in x:
+            # Leaves inline: most children of jit arguments are arrays.
+            if is_leaf is None and _KIND.get(type(child)) == _LEAF:
+                leaves.append(child)
+                children.append(_LEAF_DEF)
+            else:
+                children.append(_flatten(child, leaves, is_leaf))
+    elif kind == _DICT:
+        aux = _sorted_keys(x)
+        children = [_flatten(x[k], leaves, is_leaf) for k in aux]
+    elif kind == _NONE:
+        return _NONE_DEF
+    elif kind == _ORDERED:
+        aux = tuple(x)
+        children = [_flatten(x[k], leaves, is_leaf) for k in aux]
+    elif kind == _DEFAULT:
+        keys = _sorted_keys(x)
+        aux = (x.default_factory, keys)
+        children = [_flatten(x[k], leaves, is_leaf) for k in keys]
+    else:
+        node_children, aux = _CUSTOM_NODES[t][0](x)
+        children = [_flatten(c, leaves, is_leaf) for c in node_children]
+    return _new_treedef(PyTreeDef, (t, aux, tuple(children), len(leaves) - start))
+
+
+def _sorted_keys(d: dict) -> tuple:
+    try:
+        return tuple(sorted(d))
+    except TypeError as e:
+        raise ValueError(f"pytree dict keys must be sortable, got keys {list(d)!r}: {e}") from None
+
+
+def _build(treedef: PyTreeDef, leaves: Iterator[Any]) -> Any:
+    node_type, aux, children_defs, _ = treedef
+    if node_type is None:
+        return next(leaves)
+    children = [_build(c, leaves) for c in children_defs]
+    if node_type is tuple:
+        return tuple(children)
+    if node_type is list:
+        return children
+    if node_type is dict:
+        return dict(zip(aux, children))
+    if node_type is _NoneType:
+        return None
+    if node_type is _OrderedDict:
+        return _OrderedDict(zip(aux, children))
+    if node_type is _defaultdict:
+        return _defaultdict(aux[0], zip(aux[1], children))
+    custom = _CUSTOM_NODES.get(node_type)
+    if custom is not None:
+        return custom[1](aux, children)
+    return node_type(*children)  # a namedtuple
+
+
+def _node_children(x: Any, treedef: PyTreeDef) -> tuple[list, list]:
+    """One level of ``x``, which has ``treedef``'s node type: (child values, their key names)."""
+    node_type, aux = treedef[0], treedef[1]
+    if node_type is tuple or node_type is list:
+        return list(x), [f"[{i}]" for i in range(len(x))]
+    if node_type is dict or node_type is _defaultdict or node_type is _OrderedDict:
+        keys = tuple(x) if node_type is _OrderedDict else _sorted_keys(x)
+        got = (x.default_factory, keys) if node_type is _defaultdict else keys
+        if got != aux:
+            raise _StructureMismatch(f"a {node_type.__name__} with keys {got!r}",
+                                     f"keys {aux!r}")
+        return [x[k] for k in keys], [f"[{k!r}]" for k in keys]
+    custom = _CUSTOM_NODES.get(node_type)
+    if custom is None:  # a namedtuple
+        return list(x), [f".{name}" for name in node_type._fields]
+    children, got_aux = custom[0](x)
+    if got_aux != aux:
+        raise _StructureMismatch(f"a {node_type.__name__} with aux data {got_aux!r}",
+                                 f"aux data {aux!r}")
+    children = list(children)
+    return children, [f"[<flat index {i}>]" for i in range(len(children))]
+
+
+class _StructureMismatch(Exception):
+    def __init__(self, got: str, expected: str) -> None:
+        super().__init__(got)
+        self.got, self.expected, self.path = got, expected, []
+
+
+def _up_to(treedef: PyTreeDef, x: Any, out: list) -> None:
+    node_type = treedef[0]
+    if node_type is None:
+        out.append(x)
+        return
+    if type(x) is not node_type:
+        raise _StructureMismatch(f"a {type(x).__name__}", f"a {node_type.__name__}")
+    if node_type is _NoneType:
+        return
+    child_defs = treedef[2]
+    if node_type is tuple or node_type is list:
+        if len(x) != len(child_defs):
+            raise _StructureMismatch(f"a {node_type.__name__} of length {len(x)}",
+                                     f"length {len(child_defs)}")
+        for i, (child_def, child) in enumerate(zip(child_defs, x)):
+            try:
+                _up_to(child_def, child, out)
+            except _StructureMismatch as e:
+                e.path.append(f"[{i}]")
+                raise
+        return
+    children, names = _node_children(x, treedef)
+    if len(children) != len(child_defs):
+        raise _StructureMismatch(f"a {node_type.__name__} with {len(children)} children",
+                                 f"{len(child_defs)} children")
+    for child_def, child, name in zip(child_defs, children, names):
+        try:
+            _up_to(child_def, child, out)
+        except _StructureMismatch as e:
+            e.path.append(name)
+            raise
+
+
+def _mismatch_message(e: _StructureMismatch, prefix: PyTreeDef, tree: Any) -> str:
+    path = "tree" + "".join(reversed(e.path))
+    try:
+        full = repr(tree_structure(tree))
+    except Exception:  # noqa: BLE001 - the message must not fail; show what we can
+        full = f"<unflattenable {type(tree).__name__}>"
+    return (f"pytree structure mismatch at {path}: expected {e.expected}, got {e.got}.\n"
+            f"  expected structure (a prefix): {prefix!r}\n"
+            f"  got structure:                 {full}")
+
+
+def _format(treedef: PyTreeDef) -> str:
+    node_type, aux, children_defs, _ = treedef
+    if node_type is None:
+        return "*"
+    children = [_format(c) for c in children_defs]
+    if node_type is _NoneType:
+        return "None"
+    if node_type is tuple:
+        return f"({children[0]},)" if len(children) == 1 else f"({', '.join(children)})"
+    if node_type is list:
+        return f"[{', '.join(children)}]"
+    if node_type is dict:
+        return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(aux, children)) + "}"
+    if node_type not in _CUSTOM_NODES and node_type not in _BUILTIN_NODE_TYPES:
+        name = f"namedtuple[{node_type.__name__}]"
+    else:
+        name = f"{node_type.__name__}[{aux}]"
+    return f"CustomNode({name}, [{', '.join(children)}])"
+
+
+def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+                 ) -> tuple[list[Any], PyTreeDef]:
+    """The leaves of ``tree`` (left to right, dict keys sorted) and its structure.
+
+    ``is_leaf(subtree)`` returning True makes that subtree a leaf. Example::
+
+        tree_flatten({"b": [1, 2], "a": 3})   # ([3, 1, 2], PyTreeDef({'a': *, 'b': [*, *]}))
+    """
+    leaves: list[Any] = []
+    return leaves, _flatten(tree, leaves, is_leaf)
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
+    """Builds a pytree with structure ``treedef`` from ``leaves``.
+
+    Example: ``tree_unflatten(tree_structure([1, (2, 3)]), "abc") == ['a', ('b', 'c')]``.
+    """
+    return treedef.unflatten(leaves)
+
+
+def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
+    """The leaves of ``tree``. Example: ``tree_leaves([1, None, {"x": 2}]) == [1, 2]``."""
+    leaves: list[Any] = []
+    _flatten(tree, leaves, is_leaf)
+    return leaves
+
+
+def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
+    """The structure of ``tree``. Example: ``tree_structure((1, 2))`` is ``PyTreeDef((*, *))``."""
+    return _flatten(tree, [], is_leaf)
+
+
+def tree_map(f: Callable[..., Any], tree: Any, *rest: Any,
+             is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Applies ``f`` to the leaves of ``tree`` (and the matching subtrees of ``rest``).
+
+    Each tree in ``rest`` must have ``tree``'s structure as a prefix: where ``tree`` has a
+    leaf, ``f`` gets the whole corresponding subtree. Example::
+
+        tree_map(lambda x, y: x + y, {"a": 1, "b": 2}, {"a": 10, "b": 20})  # {'a': 11, 'b': 22}
+        tree_map(lambda x, y: (x, y), (1, 2), ([3], None))                  # ((1, [3]), (2, None))
+    """
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    if not rest:
+        return treedef.unflatten([f(x) for x in leaves])
+    all_leaves = [leaves] + [treedef.flatten_up_to(r) for r in rest]
+    return treedef.unflatten([f(*xs) for xs in zip(*all_leaves)])
+
+
+_MISSING = object()
+
+
+def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = _MISSING,
+                is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Folds ``function`` over the leaves, like ``functools.reduce``.
+
+    Example: ``tree_reduce(operator.add, [1, (2, 3)]) == 6``.
+    """
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _MISSING:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """True when every leaf is truthy. Example: ``tree_all([True, (1, None)]) is True``."""
+    return all(tree_leaves(tree, is_leaf))
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The structure of a tuple whose children have structures ``treedefs``.
+
+    Example: ``treedef_tuple([tree_structure(1), tree_structure([1])])`` is
+    ``PyTreeDef((*, [*]))``.
+    """
+    children = tuple(treedefs)
+    return _new_treedef(PyTreeDef, (tuple, None, children, sum(c[3] for c in children)))
+
+
+def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
+    """The child structures. Example: ``treedef_children(tree_structure((1, [2])))``
+    is ``[PyTreeDef(*), PyTreeDef([*])]``."""
+    return treedef.children()
+
+
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    """True for the structure of a single leaf. Example: ``treedef_is_leaf(tree_structure(1))``."""
+    return treedef[0] is None
+
+
+def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """True when every element is a leaf (None is not: it is a node without children).
+
+    Example: ``all_leaves([1, 2.0]) is True`` and ``all_leaves([1, (2,)]) is False``.
+    """
+    for x in iterable:
+        if is_leaf is not None and is_leaf(x):
+            continue
+        kind = _KIND.get(type(x))
+        if (_classify(type(x)) if kind is None else kind) != _LEAF:
+            return False
+    return True
+
+
+def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Iterable, Any]],
+                         unflatten_func: Callable[[Any, Iterable], Any]) -> None:
+    """Makes ``nodetype`` a pytree node.
+
+    ``flatten_func(x)`` returns ``(children, aux_data)``; ``unflatten_func(aux_data, children)``
+    rebuilds ``x``. ``aux_data`` must be hashable and comparable: it is part of the treedef.
+    Example::
+
+        class Pair:
+            def __init__(self, a, b): self.a, self.b = a, b
+        register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda _, c: Pair(*c))
+    """
+    if nodetype in _CUSTOM_NODES or nodetype in _BUILTIN_NODE_TYPES:
+        raise ValueError(f"{nodetype!r} is already registered as a pytree node")
+    _CUSTOM_NODES[nodetype] = (flatten_func, unflatten_func)
+    _KIND[nodetype] = _CUSTOM
+
+
+def register_pytree_node_class(cls: type[_T]) -> type[_T]:
+    """Class decorator registering ``cls`` through its ``tree_flatten`` method and its
+    ``tree_unflatten(aux_data, children)`` classmethod. Example::
+
+        @register_pytree_node_class
+        class Box:
+            def __init__(self, x): self.x = x
+            def tree_flatten(self): return (self.x,), None
+            @classmethod
+            def tree_unflatten(cls, aux, children): return cls(*children)
+    """
+    register_pytree_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten)
+    return cls
+
+
+def register_dataclass(nodetype: type[_T] | None = None, data_fields: Iterable[str] | None = None,
+                       meta_fields: Iterable[str] | None = None) -> Any:
+    """Registers a class whose ``data_fields`` are children and ``meta_fields`` aux data.
+
+    Usable directly or as a class decorator. Without field lists ``nodetype`` must be a
+    dataclass: its ``__init__`` fields are data fields, except those declared with
+    ``dataclasses.field(metadata=dict(static=True))``, which are meta fields. The class is
+    rebuilt by calling ``nodetype(**fields)``. Example::
+
+        @register_dataclass
+        @dataclasses.dataclass
+        class Params:
+            w: Any
+            name: str = dataclasses.field(default="p", metadata=dict(static=True))
+
+        tree_leaves(Params(w=1.0))   # [1.0]
+    """
+    if nodetype is None:  # @register_dataclass(data_fields=..., meta_fields=...)
+        return functools.partial(register_dataclass, data_fields=data_fields,
+                                 meta_fields=meta_fields)
+    if data_fields is None or meta_fields is None:
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError(f"register_dataclass: {nodetype.__name__} is not a dataclass, so "
+                            "data_fields and meta_fields must both be given")
+        init_fields = [f for f in dataclasses.fields(nodetype) if f.init]
+        if data_fields is None and meta_fields is None:
+            meta_fields = [f.name for f in init_fields if f.metadata.get("static", False)]
+        if data_fields is None:
+            data_fields = [f.name for f in init_fields if f.name not in set(meta_fields)]
+        else:
+            data_fields = list(data_fields)
+            meta_fields = [f.name for f in init_fields if f.name not in set(data_fields)]
+    data_names, meta_names = tuple(data_fields), tuple(meta_fields)
+    if set(data_names) & set(meta_names):
+        raise ValueError(f"register_dataclass: fields {sorted(set(data_names) & set(meta_names))}"
+                         " are both data and meta fields")
+    get_data = operator.attrgetter(*data_names) if data_names else (lambda x: ())
+    get_meta = operator.attrgetter(*meta_names) if meta_names else (lambda x: ())
+
+    def flatten(x: Any) -> tuple[tuple, tuple]:
+        # attrgetter of one name returns the bare value, of several a tuple
+        data = (get_data(x),) if len(data_names) == 1 else get_data(x)
+        meta = (get_meta(x),) if len(meta_names) == 1 else get_meta(x)
+        return data, meta
+
+    def unflatten(meta: tuple, data: Iterable) -> Any:
+        return nodetype(**dict(zip(data_names, data)), **dict(zip(meta_names, meta)))
+
+    register_pytree_node(nodetype, flatten, unflatten)
+    return nodetype
+
+
+class Partial(functools.partial):
+    """A ``functools.partial`` that is a pytree: the function is aux data, the bound
+    arguments are children, so it can be passed through ``jit`` and ``tree_map``. Example::
+
+        add_one = Partial(operator.add, 1)
+        tree_leaves(add_one)                 # [1]
+        tree_map(lambda x: x * 10, add_one)(2)   # 12
+    """
+
+
+register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, children: Partial(func, *children[0], **children[1]))

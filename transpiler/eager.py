@@ -1,0 +1,182 @@
+"""Eager mode: a primitive applied outside any trace runs at once, compiled, on the device.
+
+IREE's fixed compile cost (~0.3 s a module) must not be paid per shape, so each primitive is
+compiled once per (dtypes, ranks, structural params) into a module whose tensors have unknown
+dimensions; params that depend on the shape (a slice's bounds, a broadcast's target shape)
+become i64 arguments. Elementwise operations are flattened to rank 1 first, so one kernel serves
+every rank. Reshapes are free: a new view of the same buffer.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+from pyree.runtime import compile as rcompile
+from pyree.runtime.array import Array, device_put_numpy
+from pyree.runtime.device import default_device, iree_runtime
+from pyree.runtime.executable import Executable
+
+from . import primitives as P
+from .ir import ShapedArray
+from .lower import lower_primitive_dynamic
+from .trace import TypedScalar, abstract_eval, canonicalize_array, get_aval
+from .source import user_loc
+
+# Params that vary with the shape: passed to the kernel as i64 arguments, not compiled in.
+DYNAMIC_PARAMS: dict[Any, tuple[str, ...]] = {
+    P.broadcast_in_dim_p: ("shape",),
+    P.iota_p: ("shape",),
+    P.slice_p: ("start_indices", "limit_indices", "strides"),
+    P.pad_p: ("padding_config",),
+    P.dynamic_slice_p: ("slice_sizes",),
+}
+
+
+def _flat_ints(value) -> list[int]:
+    if isinstance(value, (tuple, list)):
+        out = []
+        for v in value:
+            out.extend(_flat_ints(v))
+        return out
+    return [int(value)]
+
+
+_kernels: dict[tuple, Executable] = {}
+_kernels_lock = threading.Lock()
+
+
+def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[ShapedArray],
+            params: dict, dyn_counts: dict[str, int]) -> Executable:
+    static = tuple((k, v) for k, v in params.items() if k not in dyn_counts)
+    key = (primitive, static, tuple((a.dtype, a.ndim) for a in avals_in),
+           tuple((a.dtype, a.ndim) for a in avals_out), tuple(dyn_counts.items()))
+    kernel = _kernels.get(key)
+    if kernel is None:
+        with _kernels_lock:
+            kernel = _kernels.get(key)
+            if kernel is None:
+                device = default_device()
+                static_params = dict(static)
+                for name in dyn_counts:
+                    static_params[name] = params[name]
+                module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params,
+                                                 dyn_counts)
+                vmfb = rcompile.compile_mlir(
+                    module.text, device.target_flags + rcompile.CPU_FLAGS + rcompile.ASYNC_FLAGS,
+                    cache_text=module.text_without_locations)
+                kernel = Executable(vmfb, module.function, device, avals_out)
+                _kernels[key] = kernel
+    return kernel
+
+
+# -- operands ------------------------------------------------------------------------------------
+
+_scalar_cache: dict[tuple, Array] = {}
+_SCALAR_CACHE_LIMIT = 4096
+
+
+def scalar_key(x: Any) -> tuple:
+    """A dict key for a Python scalar that tells 0.0 from -0.0 and treats NaNs alike."""
+    t = type(x)
+    if t is float:
+        return (t, x.hex())
+    if t is complex:
+        return (t, x.real.hex(), x.imag.hex())
+    return (t, x)
+
+
+def to_array(x: Any) -> Array:
+    """An operand as a device Array (Python scalars become cached weakly-typed 0-d Arrays)."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, (bool, int, float, complex, TypedScalar)):
+        aval = get_aval(x)
+        value = x.value.item() if isinstance(x, TypedScalar) else x
+        key = (scalar_key(value), aval.dtype, aval.weak_type)
+        cached = _scalar_cache.get(key)
+        if cached is None:
+            cached = device_put_numpy(np.asarray(value, aval.dtype), weak_type=aval.weak_type)
+            if len(_scalar_cache) >= _SCALAR_CACHE_LIMIT:
+                _scalar_cache.clear()
+            _scalar_cache[key] = cached
+        return cached
+    if isinstance(x, (np.ndarray, np.generic)):
+        return device_put_numpy(canonicalize_array(np.asarray(x)))
+    get_aval(x)  # raises the right TypeError (lists, strings, ...)
+    raise TypeError(f"cannot use a value of type {type(x).__name__} as an array")
+
+
+def view(x: Array, aval: ShapedArray) -> Array:
+    """``x``'s buffer seen with another shape or weak type (no copy, no kernel)."""
+    if aval.shape == x.aval.shape:
+        if aval == x.aval:
+            return x
+        out = Array(x._buffer, aval, x._device, x._fence)
+        return out
+    rt = iree_runtime()
+    x._check_alive()
+    buffer = x._buffer
+    new = rt.HalBufferView(buffer.get_buffer(), list(aval.shape), buffer.element_type)
+    return Array(new, aval, x._device, x._fence)
+
+
+# -- apply ---------------------------------------------------------------------------------------
+
+def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
+    """Run ``primitive`` on concrete operands now; returns its outputs as Arrays."""
+    arrays = [to_array(a) for a in args]
+    avals_in = [a.aval for a in arrays]
+    avals_out = abstract_eval(primitive, avals_in, params, user_loc(3))
+
+    if primitive is P.reshape_p:
+        return [view(arrays[0], avals_out[0])]
+    if primitive is P.convert_element_type_p and avals_in[0].dtype == avals_out[0].dtype:
+        return [view(arrays[0], avals_out[0])]
+    if primitive is P.broadcast_in_dim_p:
+        if avals_in[0].shape == avals_out[0].shape:
+            return [view(arrays[0], avals_out[0])]
+        arrays, params = _squeeze_expanding(arrays[0], params)
+        avals_in = [a.aval for a in arrays]
+
+    if primitive in P.ELEMENTWISE:
+        return _apply_elementwise(primitive, arrays, avals_in, avals_out, params)
+
+    names = DYNAMIC_PARAMS.get(primitive, ())
+    dyn_counts, ints = {}, []
+    for name in names:
+        flat = _flat_ints(params[name])
+        dyn_counts[name] = len(flat)
+        ints.extend(flat)
+    kernel = _kernel(primitive, avals_in, avals_out, params, dyn_counts)
+    work = max([a.size for a in avals_in] + [a.size for a in avals_out] + [1])
+    return kernel(arrays, ints, work=work, out_avals=avals_out)
+
+
+def _apply_elementwise(primitive, arrays, avals_in, avals_out, params) -> list[Array]:
+    # Same-shape operands (rank-0 ones aside) are contiguous: compute on rank-1 views.
+    out = avals_out[0]
+    if out.ndim != 1 and out.shape != ():
+        flat = (out.size,)
+        arrays = [view(a, a.aval.update(shape=flat)) if a.aval.shape != () else a for a in arrays]
+        kernel_in = [a.aval for a in arrays]
+        kernel_out = [o.update(shape=flat) for o in avals_out]
+    else:
+        kernel_in, kernel_out = avals_in, avals_out
+    kernel = _kernel(primitive, kernel_in, kernel_out, params, {})
+    results = kernel(arrays, (), work=out.size, out_avals=kernel_out)
+    if kernel_out is not avals_out:
+        results = [view(r, aval) for r, aval in zip(results, avals_out)]
+    return results
+
+
+def _squeeze_expanding(x: Array, params: dict) -> tuple[list[Array], dict]:
+    """Drop the size-1 input dimensions of a broadcast, so that every remaining dimension keeps
+    its size (IREE needs to know, for unknown dimensions, which ones expand)."""
+    shape, dims = params["shape"], params["broadcast_dimensions"]
+    keep = [i for i, d in enumerate(dims) if not (x.aval.shape[i] == 1 and shape[d] != 1)]
+    if len(keep) == x.aval.ndim:
+        return [x], params
+    squeezed = view(x, x.aval.update(shape=tuple(x.aval.shape[i] for i in keep)))
+    return [squeezed], dict(params, broadcast_dimensions=tuple(dims[i] for i in keep))

@@ -1,0 +1,463 @@
+"""``jit``: trace once per abstract signature, lower to MLIR, compile with IREE, run.
+
+The Python body runs only when a call brings a new signature (the tree structure of the
+arguments, each leaf's shape/dtype/weak type, and the values of static arguments); later calls
+with that signature go straight to the compiled executable.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import threading
+import weakref
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from pyree import tree_util
+from pyree.runtime import compile as rcompile
+from pyree.runtime.array import Array, device_put_numpy
+from pyree.runtime.device import Device, default_device
+from pyree.runtime.executable import Executable
+
+from . import primitives as P
+from .eager import scalar_key
+from .ir import ClosedIR, ShapedArray
+from .lower import LoweredModule, lower_closed_ir
+from .source import where
+from .trace import Tracer, canonicalize_array, current_builder, get_aval, trace_to_ir
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _normalize_argnums(argnums: Any) -> tuple[int, ...]:
+    if argnums is None:
+        return ()
+    if isinstance(argnums, int):
+        return (argnums,)
+    return tuple(int(a) for a in argnums)
+
+
+def _normalize_argnames(argnames: Any) -> tuple[str, ...]:
+    if argnames is None:
+        return ()
+    if isinstance(argnames, str):
+        return (argnames,)
+    return tuple(argnames)
+
+
+def estimate_work(closed: ClosedIR) -> int:
+    """About how many element operations a call does (chooses inline vs worker-pool runs)."""
+    work = 0
+    for eqn in closed.ir.eqns:
+        size = sum(v.aval.size for v in eqn.outputs)
+        if eqn.primitive is P.dot_general_p:
+            (lc, _), _ = eqn.params["dimension_numbers"]
+            size *= math.prod(eqn.inputs[0].aval.shape[d] for d in lc)
+        elif eqn.primitive in (P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_prod_p,
+                               P.argmax_p, P.argmin_p):
+            size = eqn.inputs[0].aval.size
+        work += size
+    return work
+
+
+class _Compiled:
+    """A traced, lowered and compiled signature of a jitted function."""
+
+    __slots__ = ("closed", "lowered", "executable", "consts", "out_tree")
+
+    def __init__(self, closed: ClosedIR, lowered: LoweredModule, executable: Executable,
+                 consts: list, out_tree) -> None:
+        self.closed = closed
+        self.lowered = lowered
+        self.executable = executable
+        self.consts = consts
+        self.out_tree = out_tree
+
+    def run(self, arrays: list) -> Any:
+        outs = self.executable(self.consts + arrays if self.consts else arrays)
+        return tree_util.tree_unflatten(self.out_tree, outs)
+
+
+# One cache per (function, jit options): jit(f) and a second jit(f) share traces, like JAX.
+_caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _cache_for(fun: Callable, options: tuple) -> dict:
+    with _caches_lock:
+        try:
+            per_fun = _caches.setdefault(fun, {})
+        except TypeError:  # not weak-referenceable (e.g. a builtin): private cache
+            return {}
+        return per_fun.setdefault(options, {})
+
+
+class JitFunction:
+    """A function compiled on first call for each new signature. Made by ``pyree.jit``.
+
+    Example::
+
+        @pyree.jit
+        def norm(x):
+            return (x - x.mean(0)) / x.std(0)
+
+        norm(pyree.numpy.ones((4, 3)))
+        norm.lower(np.ones((4, 3), np.float32)).as_text()    # the MLIR module
+    """
+
+    def __init__(self, fun: Callable, static_argnums: Any = (), static_argnames: Any = (),
+                 device: Optional[Device] = None, donate_argnums: Any = ()) -> None:
+        if not callable(fun):
+            raise TypeError(f"jit expects a callable, got {fun!r}")
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._device = device
+        nums = _normalize_argnums(static_argnums)
+        names = _normalize_argnames(static_argnames)
+        try:
+            self._params = list(inspect.signature(fun).parameters.values())
+        except (TypeError, ValueError):
+            self._params = []
+        positional = [p for p in self._params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        # As in JAX, naming a parameter static by number makes it static by name too, and back.
+        names = set(names)
+        for n in nums:
+            if 0 <= n < len(positional) and positional[n].kind != positional[n].POSITIONAL_ONLY:
+                names.add(positional[n].name)
+        nums = set(nums)
+        for i, p in enumerate(positional):
+            if p.name in names:
+                nums.add(i)
+        self._static_argnums = tuple(sorted(nums))
+        self._static_argnames = tuple(sorted(names))
+        self._donate_argnums = _normalize_argnums(donate_argnums)
+        self._cache = _cache_for(fun, (self._static_argnums, self._static_argnames, device))
+        self._lock = threading.Lock()
+
+    # -- signature -----------------------------------------------------------------------------
+    def _split(self, args: tuple, kwargs: dict) -> tuple:
+        """(static key, dynamic args, dynamic kwargs)."""
+        nums = self._static_argnums
+        if not nums and not self._static_argnames:
+            return (), args, kwargs
+        n = len(args)
+        static, dyn_args = [], []
+        for i, a in enumerate(args):
+            if i in nums or (i - n) in nums:
+                static.append((i, _hashable_static(a, f"argument {i}")))
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self._static_argnames:
+                static.append((k, _hashable_static(v, f"argument {k!r}")))
+            else:
+                dyn_kwargs[k] = v
+        return tuple(static), tuple(dyn_args), dyn_kwargs
+
+    def _merge(self, static: tuple, dyn_args: Sequence, dyn_kwargs: dict) -> tuple:
+        positional = {k: v for k, v in static if isinstance(k, int)}
+        args, it = [], iter(dyn_args)
+        total = len(dyn_args) + len(positional)
+        for i in range(total):
+            if i in positional or (i - total) in positional:
+                args.append(positional.get(i, positional.get(i - total)))
+            else:
+                args.append(next(it))
+        kwargs = dict(dyn_kwargs)
+        kwargs.update({k: v for k, v in static if isinstance(k, str)})
+        return tuple(args), kwargs
+
+    def _leaves_to_arrays(self, leaves: list) -> tuple[list, tuple]:
+        arrays, avals = [], []
+        device = self._device
+        for i, leaf in enumerate(leaves):
+            t = type(leaf)
+            if t is Array:
+                arrays.append(leaf)
+                avals.append(leaf.aval)
+                continue
+            if t in _SCALARS:
+                array = _scalar_argument(leaf)
+            elif isinstance(leaf, (np.ndarray, np.generic)):
+                array = device_put_numpy(canonicalize_array(np.asarray(leaf)), device)
+            elif isinstance(leaf, Array):
+                array = leaf
+            elif isinstance(leaf, Tracer):
+                get_aval(leaf)
+                raise TypeError(f"a traced value was passed to a jitted function outside of "
+                                f"tracing{where(None)}")
+            else:
+                raise TypeError(
+                    f"argument of type {t.__name__} is not a valid pyree type: jitted functions "
+                    f"take arrays, scalars and pytrees of them; pass other values as static "
+                    f"arguments (static_argnums/static_argnames){where(None)}")
+            arrays.append(array)
+            avals.append(array.aval)
+        return arrays, tuple(avals)
+
+    # -- calling -------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if current_builder() is not None:
+            # Inside another trace: inline this function's body into it.
+            return self._fun(*args, **kwargs)
+        static, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        arrays, avals = self._leaves_to_arrays(leaves)
+        key = (static, in_tree, avals)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            compiled = self._compile(key, static, in_tree, avals)
+        return compiled.run(arrays)
+
+    def _compile(self, key: tuple, static: tuple, in_tree, avals: tuple) -> _Compiled:
+        with self._lock:
+            compiled = self._cache.get(key)
+            if compiled is None:
+                closed, out_tree = self._trace(static, in_tree, avals)
+                compiled = compile_closed_ir(closed, out_tree, self._device or default_device())
+                self._cache[key] = compiled
+        return compiled
+
+    def _trace(self, static: tuple, in_tree, avals: Sequence[ShapedArray]):
+        out_tree_box = []
+
+        def flat_fun(*tracers):
+            dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(tracers))
+            args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
+            out = self._fun(*args, **kwargs)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            for leaf in out_leaves:
+                if not isinstance(leaf, (Tracer, Array, np.ndarray, np.generic) + _SCALARS):
+                    raise TypeError(
+                        f"jitted function {getattr(self._fun, '__name__', '?')} returned a value "
+                        f"of type {type(leaf).__name__}; results must be arrays, scalars or "
+                        f"pytrees of them")
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        closed = trace_to_ir(flat_fun, avals)
+        return closed, out_tree_box[0]
+
+    def _abstract_signature(self, args: tuple, kwargs: dict) -> tuple:
+        static, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        avals = tuple(_leaf_aval(leaf) for leaf in leaves)
+        return static, in_tree, avals
+
+    def trace(self, *args: Any, **kwargs: Any) -> ClosedIR:
+        """The IR of this function for these arguments (arrays or ``ShapeDtypeStruct``s)."""
+        static, in_tree, avals = self._abstract_signature(args, kwargs)
+        return self._trace(static, in_tree, avals)[0]
+
+    def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
+        """Trace and lower for these arguments (arrays, or anything with .shape and .dtype).
+
+        Example::
+
+            text = pyree.jit(f).lower(np.ones(3, np.float32)).as_text()
+        """
+        static, in_tree, avals = self._abstract_signature(args, kwargs)
+        closed, out_tree = self._trace(static, in_tree, avals)
+        return Lowered(closed, out_tree, lower_closed_ir(closed), self, (static, in_tree, avals),
+                       self._device or default_device())
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        """The shapes and dtypes of the results, without compiling or running anything."""
+        static, in_tree, avals = self._abstract_signature(args, kwargs)
+        closed, out_tree = self._trace(static, in_tree, avals)
+        return tree_util.tree_unflatten(
+            out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals])
+
+    def __get__(self, obj, objtype=None):
+        # Decorating a method: bind like a function would.
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<pyree.jit of {getattr(self._fun, '__qualname__', self._fun)!r}>"
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an array, e.g. to ``lower`` without data.
+
+    Example::
+
+        pyree.jit(f).lower(pyree.ShapeDtypeStruct((32, 784), np.float32))
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False) -> None:
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __repr__(self) -> str:
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+
+def _leaf_aval(leaf: Any) -> ShapedArray:
+    if isinstance(leaf, ShapeDtypeStruct):
+        from pyree import dtypes
+        return ShapedArray(leaf.shape, dtypes.canonicalize_dtype(leaf.dtype), leaf.weak_type)
+    return get_aval(leaf)
+
+
+class Lowered:
+    """A jitted function lowered for one signature: its IR and its MLIR module.
+
+    Example::
+
+        lowered = pyree.jit(f).lower(x)
+        print(lowered.as_text())
+        compiled = lowered.compile()
+        compiled(x)
+    """
+
+    def __init__(self, closed: ClosedIR, out_tree, module: LoweredModule, jitted: JitFunction,
+                 signature: tuple, device: Device) -> None:
+        self.ir = closed
+        self.out_tree = out_tree
+        self._module = module
+        self._jitted = jitted
+        self._signature = signature
+        self._device = device
+
+    def as_text(self, debug_info: bool = False) -> str:
+        """The MLIR module; ``debug_info=True`` shows each op's source location."""
+        return self._module.text if debug_info else self._module.text_without_locations
+
+    def compile(self) -> "Compiled":
+        return Compiled(compile_closed_ir(self.ir, self.out_tree, self._device, self._module),
+                        self._jitted, self._signature)
+
+
+class Compiled:
+    """A jitted function compiled for one signature; calling it with another raises TypeError."""
+
+    def __init__(self, compiled: _Compiled, jitted: JitFunction, signature: tuple) -> None:
+        self._compiled = compiled
+        self._jitted = jitted
+        self._signature = signature
+
+    def as_text(self, debug_info: bool = False) -> str:
+        lowered = self._compiled.lowered
+        return lowered.text if debug_info else lowered.text_without_locations
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        jitted = self._jitted
+        static, dyn_args, dyn_kwargs = jitted._split(args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        arrays, avals = jitted._leaves_to_arrays(leaves)
+        expected = self._signature
+        if (static, in_tree, avals) != expected:
+            want = ", ".join(a.str_short() for a in expected[2])
+            got = ", ".join(a.str_short() for a in avals)
+            raise TypeError(f"this function was compiled for arguments ({want}) but was called "
+                            f"with ({got}){where(None)}")
+        return self._compiled.run(arrays)
+
+
+def compile_closed_ir(closed: ClosedIR, out_tree, device: Device,
+                      lowered: Optional[LoweredModule] = None) -> _Compiled:
+    """Lower (unless given), compile and load one traced signature."""
+    lowered = lowered or lower_closed_ir(closed)
+    flags = device.target_flags + (rcompile.CPU_FLAGS if device.platform == "cpu" else ()) \
+        + rcompile.ASYNC_FLAGS
+    vmfb = rcompile.compile_mlir(lowered.text, flags, cache_text=lowered.text_without_locations)
+    executable = Executable(vmfb, lowered.function, device, closed.out_avals,
+                            work=estimate_work(closed))
+    consts = []
+    for value in closed.consts:
+        if isinstance(value, Array):
+            consts.append(value)
+        else:
+            consts.append(device_put_numpy(canonicalize_array(np.asarray(value)), device))
+    return _Compiled(closed, lowered, executable, consts, out_tree)
+
+
+_scalar_args: dict[tuple, Array] = {}
+
+
+def _scalar_argument(x: Any) -> Array:
+    key = scalar_key(x)
+    array = _scalar_args.get(key)
+    if array is None:
+        aval = get_aval(x)
+        array = device_put_numpy(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
+        if len(_scalar_args) > 4096:
+            _scalar_args.clear()
+        _scalar_args[key] = array
+    return array
+
+
+def _hashable_static(value: Any, what: str) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported: {what} of type "
+            f"{type(value).__name__} is static but cannot be hashed (use a tuple instead of a "
+            f"list, or a frozen dataclass){where(None)}") from None
+    if isinstance(value, (Array, Tracer, np.ndarray)):
+        raise ValueError(f"{what} is static but is an array; static arguments must be hashable "
+                         f"Python values{where(None)}")
+    return value
+
+
+def jit(fun: Optional[Callable] = None, *, static_argnums: Any = None,
+        static_argnames: Any = None, device: Optional[Device] = None,
+        donate_argnums: Any = None, **unsupported: Any) -> Any:
+    """Compile ``fun`` with IREE, once per new signature of its arguments.
+
+    Example::
+
+        @pyree.jit
+        def selu(x, alpha=1.67, lmbda=1.05):
+            return lmbda * pyree.numpy.where(x > 0, x, alpha * pyree.numpy.exp(x) - alpha)
+
+        f = pyree.jit(lambda x, n: x * n, static_argnums=1)
+    """
+    if unsupported:
+        raise TypeError(f"jit got unsupported options: {sorted(unsupported)}")
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, device=device,
+                                 donate_argnums=donate_argnums)
+    return JitFunction(fun, static_argnums, static_argnames, device, donate_argnums)
+
+
+def make_ir(fun: Callable, static_argnums: Any = None, static_argnames: Any = None) -> Callable:
+    """``make_ir(f)(*args)`` returns the IR of ``f`` for these arguments (``jax.make_jaxpr``).
+
+    Example::
+
+        print(pyree.make_ir(lambda x: x * 2.0 + 1.0)(np.ones(3, np.float32)))
+    """
+    jitted = JitFunction(fun, static_argnums, static_argnames)
+
+    @functools.wraps(fun)
+    def traced(*args: Any, **kwargs: Any) -> ClosedIR:
+        return jitted.trace(*args, **kwargs)
+
+    return traced

@@ -1,0 +1,833 @@
+"""Lowering: pyree IR -> an MLIR module (StableHLO, CHLO and func/arith/tensor ops), built with
+the MLIR Python bindings that ship inside ``iree-base-compiler``.
+
+Each primitive has one lowering rule in ``lowering_rules``: ``rule(ctx, *operands, **params)``
+returns the MLIR values of its results. Every operation is created under the location of the
+user's source line that traced it, so IREE's diagnostics and debug info point at user code.
+
+Rules also serve eager mode, where one module per primitive serves every shape: there
+``ctx.dynamic`` is true, tensor types have unknown (``?``) dimensions, and shape-valued params
+named in ``ctx.dyn`` arrive as i64 function arguments instead of constants.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from pyree.dtypes import bfloat16
+
+from . import primitives as P
+from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
+
+_ir = None  # iree.compiler.ir, imported on first lowering
+
+
+def mlir():
+    """The ``iree.compiler.ir`` module."""
+    global _ir
+    if _ir is None:
+        from iree.compiler import ir
+        _ir = ir
+    return _ir
+
+
+_local = threading.local()
+
+
+def mlir_context():
+    """This thread's MLIR context (creating one costs ~10 ms, so it is kept)."""
+    ctx = getattr(_local, "context", None)
+    if ctx is None:
+        ctx = _local.context = mlir().Context()
+    return ctx
+
+
+# -- types and constants ------------------------------------------------------------------------
+
+def element_type(dtype: np.dtype):
+    ir = mlir()
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return ir.IntegerType.get_signless(1)
+    if dtype.kind == "i":
+        return ir.IntegerType.get_signless(8 * dtype.itemsize)
+    if dtype.kind == "u":
+        return ir.IntegerType.get_unsigned(8 * dtype.itemsize)
+    if dtype == np.float32:
+        return ir.F32Type.get()
+    if dtype == np.float16:
+        return ir.F16Type.get()
+    if dtype == np.float64:
+        return ir.F64Type.get()
+    if dtype == bfloat16:
+        return ir.BF16Type.get()
+    if dtype == np.complex64:
+        return ir.ComplexType.get(ir.F32Type.get())
+    if dtype == np.complex128:
+        return ir.ComplexType.get(ir.F64Type.get())
+    raise TypeError(f"pyree cannot lower dtype {dtype}")
+
+
+def tensor_type(aval: ShapedArray, dynamic: bool = False):
+    ir = mlir()
+    if dynamic:
+        shape = [ir.ShapedType.get_dynamic_size()] * len(aval.shape)
+    else:
+        shape = list(aval.shape)
+    return ir.RankedTensorType.get(shape, element_type(aval.dtype))
+
+
+def i64_array(values: Sequence[int]):
+    return mlir().DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def i64_attr(value: int):
+    ir = mlir()
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
+
+
+def op(name: str, results: Sequence, operands: Sequence, attributes: Optional[dict] = None,
+       regions: int = 0):
+    """Create one operation at the current insertion point and location."""
+    return mlir().Operation.create(name, results=list(results), operands=list(operands),
+                                   attributes=attributes or {}, regions=regions)
+
+
+def hlo(name: str, result_type, *operands, **attributes):
+    """A single-result ``stablehlo.<name>`` op; returns its value."""
+    return op("stablehlo." + name, [result_type], operands, attributes).result
+
+
+def constant(value: Any, aval: ShapedArray):
+    """A ``stablehlo.constant`` of ``value`` (a scalar is splatted to the aval's shape)."""
+    ir = mlir()
+    array = np.asarray(value, dtype=aval.dtype)
+    etype = element_type(aval.dtype)
+    if aval.dtype == bfloat16 or array.dtype.kind == "c":
+        attr = _dense_from_scalars(array, aval, etype)
+    else:
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array).reshape(-1) if array.size != 1
+                                        else array.reshape(1), type=etype, shape=list(aval.shape))
+    return op("stablehlo.constant", [tensor_type(aval)], [], {"value": attr}).result
+
+
+def _dense_from_scalars(array: np.ndarray, aval: ShapedArray, etype):
+    ir = mlir()
+    if array.dtype.kind == "c":
+        # Complex constants are written as parsed attributes: the builders take real buffers.
+        items = ", ".join(f"({float(v.real)!r}, {float(v.imag)!r})" for v in array.reshape(-1))
+        if array.size == 1:
+            return ir.Attribute.parse(f"dense<{items}> : {tensor_type(aval)}")
+        flat = tensor_type(ShapedArray((array.size,), aval.dtype))
+        return ir.Attribute.parse(f"dense<[{items}]> : {flat}")
+    # bfloat16: bit-cast through uint16.
+    bits = np.ascontiguousarray(array.astype(bfloat16)).view(np.uint16).reshape(-1)
+    return ir.DenseElementsAttr.get(bits, type=etype, shape=list(aval.shape))
+
+
+def scalar_like(value: Any, dtype: np.dtype):
+    """A rank-0 constant."""
+    return constant(value, ShapedArray((), dtype))
+
+
+# -- contexts -----------------------------------------------------------------------------------
+
+class RuleContext:
+    """What a lowering rule knows about the equation it lowers."""
+
+    __slots__ = ("avals_in", "avals_out", "dynamic", "dyn", "lowering")
+
+    def __init__(self, lowering: "Lowering", avals_in: Sequence[ShapedArray],
+                 avals_out: Sequence[ShapedArray], dyn: Optional[dict] = None) -> None:
+        self.lowering = lowering
+        self.avals_in = avals_in
+        self.avals_out = avals_out
+        self.dynamic = lowering.dynamic
+        self.dyn = dyn or {}
+
+    def type(self, aval: ShapedArray):
+        return tensor_type(aval, self.dynamic)
+
+    def out_type(self, i: int = 0):
+        return tensor_type(self.avals_out[i], self.dynamic)
+
+
+class Lowering:
+    """State of one module being built."""
+
+    def __init__(self, dynamic: bool = False) -> None:
+        self.dynamic = dynamic
+
+    def lower_ir(self, ir: IR, args: Sequence, dyn_args: Optional[dict] = None) -> list:
+        """Emit the equations of ``ir`` with ``args`` bound to const_vars + in_vars."""
+        env: dict[Var, Any] = {}
+        for var, value in zip(list(ir.const_vars) + list(ir.in_vars), args):
+            env[var] = value
+
+        def read(atom):
+            if isinstance(atom, Literal):
+                return constant(atom.value, atom.aval)
+            return env[atom]
+
+        for eqn in ir.eqns:
+            with _location(eqn):
+                rule = lowering_rules.get(eqn.primitive)
+                if rule is None:
+                    raise NotImplementedError(f"no lowering rule for primitive {eqn.primitive}")
+                ctx = RuleContext(self, [a.aval for a in eqn.inputs],
+                                  [v.aval for v in eqn.outputs], dyn_args)
+                outs = rule(ctx, *[read(a) for a in eqn.inputs], **eqn.params)
+                if not isinstance(outs, (list, tuple)):
+                    outs = [outs]
+                for var, value in zip(eqn.outputs, outs):
+                    env[var] = value
+        return [read(atom) for atom in ir.outs]
+
+
+def _location(eqn: Eqn):
+    ir = mlir()
+    loc = eqn.loc
+    if loc is None:
+        return ir.Location.unknown()
+    return ir.Location.file(loc.filename, loc.line, loc.col)
+
+
+class LoweredModule:
+    """MLIR text of a module, with and without source locations."""
+
+    __slots__ = ("text", "text_without_locations", "function")
+
+    def __init__(self, text: str, text_without_locations: str, function: str) -> None:
+        self.text = text
+        self.text_without_locations = text_without_locations
+        self.function = function
+
+
+def _finish_module(module, function: str) -> LoweredModule:
+    op_ = module.operation
+    op_.verify()
+    return LoweredModule(op_.get_asm(enable_debug_info=True),
+                         op_.get_asm(enable_debug_info=False), function)
+
+
+def lower_closed_ir(closed: ClosedIR, function: str = "main") -> LoweredModule:
+    """A module whose function takes (consts..., inputs...) and returns the IR's outputs."""
+    ir_module = mlir()
+    from iree.compiler.dialects import func
+
+    ir = closed.ir
+    with mlir_context(), ir_module.Location.unknown():
+        module = ir_module.Module.create()
+        arg_types = [tensor_type(v.aval) for v in list(ir.const_vars) + list(ir.in_vars)]
+        out_types = [tensor_type(a.aval) for a in ir.outs]
+        with ir_module.InsertionPoint(module.body):
+            fn = func.FuncOp(function, ir_module.FunctionType.get(arg_types, out_types))
+            block = fn.add_entry_block()
+            with ir_module.InsertionPoint(block):
+                results = Lowering(dynamic=False).lower_ir(ir, list(block.arguments))
+                func.ReturnOp(results)
+        return _finish_module(module, function)
+
+
+def lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
+                            avals_out: Sequence[ShapedArray], params: dict,
+                            dyn_params: dict[str, int]) -> LoweredModule:
+    """One primitive as a module whose tensors have unknown dimensions (for eager mode).
+
+    ``dyn_params`` maps a param name to how many i64 values it contributes; they follow the
+    tensor arguments in the function signature, in that order.
+    """
+    ir_module = mlir()
+    from iree.compiler.dialects import func
+
+    with mlir_context(), ir_module.Location.unknown():
+        module = ir_module.Module.create()
+        i64 = ir_module.IntegerType.get_signless(64)
+        n_ints = sum(dyn_params.values())
+        arg_types = [tensor_type(a, True) for a in avals_in] + [i64] * n_ints
+        out_types = [tensor_type(a, True) for a in avals_out]
+        with ir_module.InsertionPoint(module.body):
+            fn = func.FuncOp("main", ir_module.FunctionType.get(arg_types, out_types))
+            block = fn.add_entry_block()
+            with ir_module.InsertionPoint(block):
+                args = list(block.arguments)
+                tensors, ints = args[:len(avals_in)], args[len(avals_in):]
+                dyn, pos = {}, 0
+                for name, count in dyn_params.items():
+                    dyn[name] = ints[pos:pos + count]
+                    pos += count
+                ctx = RuleContext(Lowering(dynamic=True), avals_in, avals_out, dyn)
+                outs = lowering_rules[primitive](ctx, *tensors, **params)
+                if not isinstance(outs, (list, tuple)):
+                    outs = [outs]
+                func.ReturnOp(list(outs))
+        return _finish_module(module, "main")
+
+
+# -- dynamic-shape helpers -------------------------------------------------------------------------
+
+def index_constant(value: int):
+    ir = mlir()
+    index = ir.IndexType.get()
+    return op("arith.constant", [index], [], {"value": ir.IntegerAttr.get(index, value)}).result
+
+
+def i64_constant(value: int):
+    ir = mlir()
+    i64 = ir.IntegerType.get_signless(64)
+    return op("arith.constant", [i64], [], {"value": ir.IntegerAttr.get(i64, value)}).result
+
+
+def dim_i64(value, axis: int):
+    """The size of dimension ``axis`` of a tensor value, as an i64 scalar."""
+    ir = mlir()
+    d = op("tensor.dim", [ir.IndexType.get()], [value, index_constant(axis)]).result
+    return op("arith.index_cast", [ir.IntegerType.get_signless(64)], [d]).result
+
+
+def shape_tensor(dims: Sequence):
+    """A ``tensor<N x i64>`` from i64 scalars (or ints)."""
+    ir = mlir()
+    i64 = ir.IntegerType.get_signless(64)
+    values = [i64_constant(d) if isinstance(d, (int, np.integer)) else d for d in dims]
+    return op("tensor.from_elements", [ir.RankedTensorType.get([len(values)], i64)], values).result
+
+
+def shape_of(value, rank: int):
+    return shape_tensor([dim_i64(value, i) for i in range(rank)])
+
+
+def arith(name: str, a, b):
+    return op("arith." + name, [a.type], [a, b]).result
+
+
+# -- rules --------------------------------------------------------------------------------------
+
+lowering_rules: dict[Any, Callable] = {}
+
+
+def broadcast_to_result(ctx: RuleContext, operands: Sequence, avals: Sequence[ShapedArray],
+                        out_aval: ShapedArray, keep_scalar: Sequence[bool] = ()) -> list:
+    """Broadcast rank-0 operands of an elementwise op to the result's shape."""
+    if out_aval.shape == ():
+        return list(operands)
+    full = next((v for v, a in zip(operands, avals) if a.shape != ()), None)
+    results = []
+    for i, (v, a) in enumerate(zip(operands, avals)):
+        if a.shape == () and not (i < len(keep_scalar) and keep_scalar[i]):
+            target = tensor_type(out_aval.update(dtype=a.dtype), ctx.dynamic)
+            if ctx.dynamic:
+                v = op("stablehlo.dynamic_broadcast_in_dim", [target],
+                       [v, shape_of(full, out_aval.ndim)],
+                       {"broadcast_dimensions": i64_array([])}).result
+            else:
+                v = hlo("broadcast_in_dim", target, v, broadcast_dimensions=i64_array([]))
+        results.append(v)
+    return results
+
+
+_UNARY = {
+    P.neg_p: "negate", P.exp_p: "exponential", P.log_p: "log", P.log1p_p: "log_plus_one",
+    P.expm1_p: "exponential_minus_one", P.sin_p: "sine", P.cos_p: "cosine", P.tan_p: "tan",
+    P.tanh_p: "tanh", P.logistic_p: "logistic", P.sqrt_p: "sqrt", P.rsqrt_p: "rsqrt",
+    P.cbrt_p: "cbrt", P.floor_p: "floor", P.ceil_p: "ceil", P.not_p: "not",
+    P.is_finite_p: "is_finite",
+}
+
+
+def _unary_rule(name: str) -> Callable:
+    def rule(ctx: RuleContext, x):
+        return hlo(name, ctx.out_type(), x)
+    return rule
+
+
+for _prim, _name in _UNARY.items():
+    lowering_rules[_prim] = _unary_rule(_name)
+
+
+def _abs_rule(ctx: RuleContext, x):
+    if ctx.avals_in[0].dtype.kind == "u":
+        return x
+    return hlo("abs", ctx.out_type(), x)
+
+
+def _sign_rule(ctx: RuleContext, x):
+    aval = ctx.avals_in[0]
+    if aval.dtype.kind == "u":
+        zero, one = (broadcast_to_result(ctx, [scalar_like(v, aval.dtype)], [aval.update(shape=())],
+                                         aval, ()) for v in (0, 1))
+        nonzero = _compare(ctx, x, zero[0], "NE", aval)
+        return hlo("select", ctx.out_type(), nonzero, one[0], zero[0])
+    return hlo("sign", ctx.out_type(), x)
+
+
+def _round_rule(ctx: RuleContext, x, *, rounding_method: int = 0):
+    return hlo("round_nearest_even" if rounding_method == 1 else "round_nearest_afz",
+               ctx.out_type(), x)
+
+
+def _erf_rule(ctx: RuleContext, x):
+    return op("chlo.erf", [ctx.out_type()], [x]).result
+
+
+lowering_rules[P.abs_p] = _abs_rule
+lowering_rules[P.sign_p] = _sign_rule
+lowering_rules[P.round_p] = _round_rule
+lowering_rules[P.erf_p] = _erf_rule
+
+
+def _integer_pow_rule(ctx: RuleContext, x, *, y: int):
+    aval = ctx.avals_in[0]
+    if y == 0:
+        return _splat(ctx, 1, aval, x)
+    # Square-and-multiply: O(log y) multiplications.
+    t = ctx.out_type()
+    base, acc, n = x, None, abs(y)
+    while n:
+        if n & 1:
+            acc = base if acc is None else hlo("multiply", t, acc, base)
+        n >>= 1
+        if n:
+            base = hlo("multiply", t, base, base)
+    if y < 0:
+        acc = hlo("divide", t, _splat(ctx, 1, aval, x), acc)
+    return acc
+
+
+lowering_rules[P.integer_pow_p] = _integer_pow_rule
+
+_BINARY = {
+    P.add_p: "add", P.sub_p: "subtract", P.mul_p: "multiply", P.pow_p: "power",
+    P.atan2_p: "atan2", P.and_p: "and", P.or_p: "or", P.xor_p: "xor",
+    P.shift_left_p: "shift_left", P.shift_right_arithmetic_p: "shift_right_arithmetic",
+    P.shift_right_logical_p: "shift_right_logical",
+}
+
+
+def _binary_rule(name: str) -> Callable:
+    def rule(ctx: RuleContext, x, y):
+        x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, ctx.avals_out[0])
+        return hlo(name, ctx.out_type(), x, y)
+    return rule
+
+
+for _prim, _name in _BINARY.items():
+    lowering_rules[_prim] = _binary_rule(_name)
+
+
+def _max_min_rule(name: str, bool_name: str) -> Callable:
+    def rule(ctx: RuleContext, x, y):
+        x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, ctx.avals_out[0])
+        # On booleans max is `or` and min is `and`.
+        return hlo(bool_name if ctx.avals_in[0].dtype == np.bool_ else name, ctx.out_type(), x, y)
+    return rule
+
+
+lowering_rules[P.max_p] = _max_min_rule("maximum", "or")
+lowering_rules[P.min_p] = _max_min_rule("minimum", "and")
+
+
+def _splat(ctx: RuleContext, value, like_aval: ShapedArray, like_value):
+    """``value`` as a constant of ``like_aval``'s shape (dynamic-shape aware)."""
+    scalar = scalar_like(value, like_aval.dtype)
+    if like_aval.shape == ():
+        return scalar
+    return broadcast_to_result(ctx, [scalar, like_value],
+                               [like_aval.update(shape=()), like_aval], like_aval)[0]
+
+
+def _div_rem_rule(name: str) -> Callable:
+    def rule(ctx: RuleContext, x, y):
+        out = ctx.avals_out[0]
+        x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, out)
+        t = ctx.out_type()
+        if out.dtype.kind not in "iu":
+            return hlo(name, t, x, y)
+        # Integer division by zero (and INT_MIN / -1) traps on x86 and would kill the process;
+        # give them XLA's defined results instead: x / 0 = -1, x % 0 = x, MIN / -1 = MIN.
+        like = out
+        zero = _splat(ctx, 0, like, x)
+        is_zero = _compare(ctx, y, zero, "EQ", like)
+        bad = is_zero
+        if out.dtype.kind == "i":
+            imin = _splat(ctx, np.iinfo(out.dtype).min, like, x)
+            minus_one = _splat(ctx, -1, like, x)
+            overflow = hlo("and", tensor_type(like.update(dtype=np.bool_), ctx.dynamic),
+                           _compare(ctx, x, imin, "EQ", like), _compare(ctx, y, minus_one, "EQ", like))
+            bad = hlo("or", tensor_type(like.update(dtype=np.bool_), ctx.dynamic), is_zero, overflow)
+        safe_y = hlo("select", t, bad, _splat(ctx, 1, like, x), y)
+        result = hlo(name, t, x, safe_y)
+        if name == "divide":
+            result = hlo("select", t, is_zero, _splat(ctx, -1 if out.dtype.kind == "i" else
+                                                      np.iinfo(out.dtype).max, like, x), result)
+            if out.dtype.kind == "i":
+                result = hlo("select", t, overflow, imin, result)
+        else:
+            result = hlo("select", t, is_zero, x, result)
+            if out.dtype.kind == "i":
+                result = hlo("select", t, overflow, zero, result)
+        return result
+    return rule
+
+
+lowering_rules[P.div_p] = _div_rem_rule("divide")
+lowering_rules[P.rem_p] = _div_rem_rule("remainder")
+
+
+def _compare_type(dtype: np.dtype) -> str:
+    if dtype.kind in "fc":
+        return "FLOAT"
+    if dtype.kind == "i":
+        return "SIGNED"
+    return "UNSIGNED"
+
+
+def _compare(ctx: RuleContext, x, y, direction: str, aval: ShapedArray):
+    ir = mlir()
+    result = tensor_type(aval.update(dtype=np.bool_), ctx.dynamic)
+    attrs = {
+        "comparison_direction": ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>"),
+        "compare_type": ir.Attribute.parse(f"#stablehlo<comparison_type {_compare_type(aval.dtype)}>"),
+    }
+    return op("stablehlo.compare", [result], [x, y], attrs).result
+
+
+def _compare_rule(direction: str) -> Callable:
+    def rule(ctx: RuleContext, x, y):
+        out = ctx.avals_out[0]
+        x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, out)
+        return _compare(ctx, x, y, direction, out.update(dtype=ctx.avals_in[0].dtype))
+    return rule
+
+
+for _prim, _dir in ((P.eq_p, "EQ"), (P.ne_p, "NE"), (P.lt_p, "LT"), (P.le_p, "LE"),
+                    (P.gt_p, "GT"), (P.ge_p, "GE")):
+    lowering_rules[_prim] = _compare_rule(_dir)
+
+
+def _select_rule(ctx: RuleContext, pred, on_true, on_false):
+    pred, on_true, on_false = broadcast_to_result(ctx, [pred, on_true, on_false], ctx.avals_in,
+                                                  ctx.avals_out[0], keep_scalar=(True,))
+    return hlo("select", ctx.out_type(), pred, on_true, on_false)
+
+
+lowering_rules[P.select_p] = _select_rule
+
+
+def _convert_rule(ctx: RuleContext, x, *, new_dtype, weak_type):
+    src = ctx.avals_in[0]
+    new_dtype = np.dtype(new_dtype)
+    if src.dtype == new_dtype:
+        return x
+    if new_dtype == np.bool_:
+        zero = _splat(ctx, 0, src, x)
+        return _compare(ctx, x, zero, "NE", src)
+    if src.dtype.kind == "c" and new_dtype.kind != "c":
+        x = hlo("real", tensor_type(src.update(dtype=np.float32 if src.dtype == np.complex64
+                                                else np.float64), ctx.dynamic), x)
+    return hlo("convert", ctx.out_type(), x)
+
+
+lowering_rules[P.convert_element_type_p] = _convert_rule
+
+
+def _broadcast_in_dim_rule(ctx: RuleContext, x, *, shape, broadcast_dimensions):
+    if "shape" in ctx.dyn:
+        # Eager mode squeezes size-1 input dimensions first, so none of these expand.
+        return op("stablehlo.dynamic_broadcast_in_dim", [ctx.out_type()],
+                  [x, shape_tensor(ctx.dyn["shape"])],
+                  {"broadcast_dimensions": i64_array(broadcast_dimensions),
+                   "known_nonexpanding_dimensions": i64_array(range(len(broadcast_dimensions)))}
+                  ).result
+    return hlo("broadcast_in_dim", ctx.out_type(), x,
+               broadcast_dimensions=i64_array(broadcast_dimensions))
+
+
+lowering_rules[P.broadcast_in_dim_p] = _broadcast_in_dim_rule
+
+
+def _reshape_rule(ctx: RuleContext, x, *, new_sizes):
+    return hlo("reshape", ctx.out_type(), x)
+
+
+def _transpose_rule(ctx: RuleContext, x, *, permutation):
+    return hlo("transpose", ctx.out_type(), x, permutation=i64_array(permutation))
+
+
+def _rev_rule(ctx: RuleContext, x, *, dimensions):
+    return hlo("reverse", ctx.out_type(), x, dimensions=i64_array(dimensions))
+
+
+lowering_rules[P.reshape_p] = _reshape_rule
+lowering_rules[P.transpose_p] = _transpose_rule
+lowering_rules[P.rev_p] = _rev_rule
+
+
+def _slice_rule(ctx: RuleContext, x, *, start_indices, limit_indices, strides):
+    if ctx.dynamic:
+        return op("stablehlo.real_dynamic_slice", [ctx.out_type()],
+                  [x, shape_tensor(ctx.dyn["start_indices"]),
+                   shape_tensor(ctx.dyn["limit_indices"]), shape_tensor(ctx.dyn["strides"])]).result
+    return hlo("slice", ctx.out_type(), x, start_indices=i64_array(start_indices),
+               limit_indices=i64_array(limit_indices), strides=i64_array(strides))
+
+
+lowering_rules[P.slice_p] = _slice_rule
+
+
+def _index_scalars(starts: Sequence, avals: Sequence[ShapedArray]) -> list:
+    """Start indices as ``tensor<i64>`` (StableHLO wants one index type for all of them)."""
+    ir = mlir()
+    t = ir.RankedTensorType.get([], ir.IntegerType.get_signless(64))
+    out = []
+    for s, a in zip(starts, avals):
+        out.append(s if a.dtype == np.int64 else hlo("convert", t, s))
+    return out
+
+
+def _dynamic_slice_rule(ctx: RuleContext, x, *starts, slice_sizes):
+    starts = _index_scalars(starts, ctx.avals_in[1:])
+    if ctx.dynamic:
+        ir = mlir()
+        i64 = ir.IntegerType.get_signless(64)
+        lo, hi = [], []
+        zero = i64_constant(0)
+        for axis, (start, size) in enumerate(zip(starts, ctx.dyn["slice_sizes"])):
+            s = op("tensor.extract", [i64], [start]).result
+            top = arith("subi", dim_i64(x, axis), size)
+            s = arith("maxsi", arith("minsi", s, top), zero)  # clamp like dynamic_slice does
+            lo.append(s)
+            hi.append(arith("addi", s, size))
+        ones = [i64_constant(1)] * len(starts)
+        return op("stablehlo.real_dynamic_slice", [ctx.out_type()],
+                  [x, shape_tensor(lo), shape_tensor(hi), shape_tensor(ones)]).result
+    return op("stablehlo.dynamic_slice", [ctx.out_type()], [x, *starts],
+              {"slice_sizes": i64_array(slice_sizes)}).result
+
+
+def _dynamic_update_slice_rule(ctx: RuleContext, x, update, *starts):
+    starts = _index_scalars(starts, ctx.avals_in[2:])
+    if ctx.dynamic:
+        # IREE cannot legalize stablehlo.dynamic_update_slice on unknown shapes; tensor's
+        # insert_slice with clamped offsets does the same.
+        ir = mlir()
+        from iree.compiler.dialects import tensor
+        i64, index = ir.IntegerType.get_signless(64), ir.IndexType.get()
+        zero = i64_constant(0)
+        offsets, sizes = [], []
+        for axis, start in enumerate(starts):
+            s = op("tensor.extract", [i64], [start]).result
+            top = arith("subi", dim_i64(x, axis), dim_i64(update, axis))
+            s = arith("maxsi", arith("minsi", s, top), zero)
+            offsets.append(op("arith.index_cast", [index], [s]).result)
+            sizes.append(op("tensor.dim", [index], [update, index_constant(axis)]).result)
+        rank = len(starts)
+        dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
+        dyn_size = ir.ShapedType.get_dynamic_size()
+        return tensor.insert_slice(update, x, offsets, sizes, [], [dyn_offset] * rank,
+                                   [dyn_size] * rank, [1] * rank)
+    return op("stablehlo.dynamic_update_slice", [ctx.out_type()], [x, update, *starts]).result
+
+
+lowering_rules[P.dynamic_slice_p] = _dynamic_slice_rule
+lowering_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_rule
+
+
+def _concatenate_rule(ctx: RuleContext, *xs, dimension):
+    return op("stablehlo.concatenate", [ctx.out_type()], xs, {"dimension": i64_attr(dimension)}).result
+
+
+lowering_rules[P.concatenate_p] = _concatenate_rule
+
+
+def _pad_rule(ctx: RuleContext, x, padding_value, *, padding_config):
+    if ctx.dynamic:
+        return _dynamic_pad(ctx, x, padding_value, ctx.dyn["padding_config"])
+    lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+    return hlo("pad", ctx.out_type(), x, padding_value, edge_padding_low=i64_array(lo),
+               edge_padding_high=i64_array(hi), interior_padding=i64_array(interior))
+
+
+lowering_rules[P.pad_p] = _pad_rule
+
+
+def _dynamic_pad(ctx: RuleContext, x, padding_value, flat_config: Sequence):
+    """pad on unknown shapes (IREE cannot legalize stablehlo.dynamic_pad): fill a tensor of
+    the padded size, insert ``x`` with stride ``interior + 1``, then crop negative padding."""
+    ir = mlir()
+    from iree.compiler.dialects import tensor
+    index = ir.IndexType.get()
+    zero, one = i64_constant(0), i64_constant(1)
+    rank = len(flat_config) // 3
+    full, offsets, sizes, strides, crop_lo, out_sizes = [], [], [], [], [], []
+    for axis in range(rank):
+        lo, hi, interior = flat_config[3 * axis: 3 * axis + 3]
+        d = dim_i64(x, axis)
+        lo_pos, hi_pos = arith("maxsi", lo, zero), arith("maxsi", hi, zero)
+        gaps = arith("muli", arith("maxsi", arith("subi", d, one), zero), interior)
+        size = arith("addi", arith("addi", lo_pos, hi_pos), arith("addi", d, gaps))
+        full.append(size)
+        offsets.append(lo_pos)
+        sizes.append(d)
+        strides.append(arith("addi", interior, one))
+        c_lo, c_hi = arith("subi", lo_pos, lo), arith("subi", hi_pos, hi)
+        crop_lo.append(c_lo)
+        out_sizes.append(arith("subi", arith("subi", size, c_lo), c_hi))
+
+    def as_index(values):
+        return [op("arith.index_cast", [index], [v]).result for v in values]
+
+    filled_type = tensor_type(ctx.avals_out[0], True)
+    filled = op("stablehlo.dynamic_broadcast_in_dim", [filled_type],
+                [padding_value, shape_tensor(full)], {"broadcast_dimensions": i64_array([])}).result
+    dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
+    dyn_size = ir.ShapedType.get_dynamic_size()
+    inserted = tensor.insert_slice(x, filled, as_index(offsets), as_index(sizes),
+                                   as_index(strides), [dyn_offset] * rank, [dyn_size] * rank,
+                                   [dyn_offset] * rank)
+    return tensor.extract_slice(ctx.out_type(), inserted, as_index(crop_lo), as_index(out_sizes),
+                                [], [dyn_offset] * rank, [dyn_size] * rank, [1] * rank)
+
+
+def _iota_rule(ctx: RuleContext, *, dtype, shape, dimension):
+    if ctx.dynamic:
+        return op("stablehlo.dynamic_iota", [ctx.out_type()], [shape_tensor(ctx.dyn["shape"])],
+                  {"iota_dimension": i64_attr(dimension)}).result
+    return hlo("iota", ctx.out_type(), iota_dimension=i64_attr(dimension))
+
+
+lowering_rules[P.iota_p] = _iota_rule
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+def _reduce(ctx: RuleContext, operands: Sequence, inits: Sequence, dtypes_: Sequence[np.dtype],
+            axes: Sequence[int], out_avals: Sequence[ShapedArray], body: Callable):
+    """``stablehlo.reduce`` whose region computes ``body(*accumulators, *elements)``."""
+    ir = mlir()
+    result_types = [tensor_type(a, ctx.dynamic) for a in out_avals]
+    reduce_op = op("stablehlo.reduce", result_types, list(operands) + list(inits),
+                   {"dimensions": i64_array(axes)}, regions=1)
+    scalar_types = [tensor_type(ShapedArray((), d)) for d in dtypes_]
+    block = ir.Block.create_at_start(reduce_op.regions[0], scalar_types + scalar_types)
+    with ir.InsertionPoint(block):
+        results = body(*block.arguments)
+        op("stablehlo.return", [], results)
+    return list(reduce_op.results)
+
+
+def _identity(prim, dtype: np.dtype):
+    if prim is P.reduce_sum_p or prim is P.reduce_or_p:
+        return 0 if dtype != np.bool_ else False
+    if prim is P.reduce_prod_p:
+        return 1
+    if prim is P.reduce_and_p:
+        return True if dtype == np.bool_ else -1 if dtype.kind == "i" else np.iinfo(dtype).max
+    if prim is P.reduce_max_p:
+        if dtype.kind == "f" or dtype == bfloat16:
+            return -np.inf
+        return False if dtype == np.bool_ else np.iinfo(dtype).min
+    if prim is P.reduce_min_p:
+        if dtype.kind == "f" or dtype == bfloat16:
+            return np.inf
+        return True if dtype == np.bool_ else np.iinfo(dtype).max
+    raise KeyError(prim)
+
+
+_REDUCERS = {P.reduce_sum_p: "add", P.reduce_prod_p: "multiply", P.reduce_max_p: "maximum",
+             P.reduce_min_p: "minimum", P.reduce_and_p: "and", P.reduce_or_p: "or"}
+
+
+def _reduction_rule(prim) -> Callable:
+    name = _REDUCERS[prim]
+
+    def rule(ctx: RuleContext, x, *, axes):
+        in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
+        dtype = in_aval.dtype
+        if dtype == np.bool_ and name in ("maximum", "minimum"):
+            body_name = "or" if name == "maximum" else "and"
+        else:
+            body_name = name
+        acc_dtype = dtype
+        # Half-precision sums accumulate in float32, then round once.
+        if prim is P.reduce_sum_p and dtype in (np.dtype(np.float16), np.dtype(bfloat16)):
+            acc_dtype = np.dtype(np.float32)
+            x = hlo("convert", tensor_type(in_aval.update(dtype=acc_dtype), ctx.dynamic), x)
+        init = scalar_like(_identity(prim, acc_dtype), acc_dtype)
+        scalar_t = tensor_type(ShapedArray((), acc_dtype))
+        (result,) = _reduce(ctx, [x], [init], [acc_dtype], axes, [out_aval.update(dtype=acc_dtype)],
+                            lambda a, b: [hlo(body_name, scalar_t, a, b)])
+        if acc_dtype != dtype:
+            result = hlo("convert", ctx.out_type(), result)
+        return result
+    return rule
+
+
+for _prim in _REDUCERS:
+    lowering_rules[_prim] = _reduction_rule(_prim)
+
+
+def _arg_reduction_rule(is_max: bool) -> Callable:
+    def rule(ctx: RuleContext, x, *, axes, index_dtype):
+        in_aval = ctx.avals_in[0]
+        dtype, index_dtype = in_aval.dtype, np.dtype(index_dtype)
+        axis = axes[0]
+        index_aval = in_aval.update(dtype=index_dtype)
+        if ctx.dynamic:
+            indices = op("stablehlo.dynamic_iota", [tensor_type(index_aval, True)],
+                         [shape_of(x, in_aval.ndim)], {"iota_dimension": i64_attr(axis)}).result
+        else:
+            indices = hlo("iota", tensor_type(index_aval), iota_dimension=i64_attr(axis))
+        prim = P.reduce_max_p if is_max else P.reduce_min_p
+        init_value = scalar_like(_identity(prim, dtype), dtype)
+        init_index = scalar_like(0, index_dtype)
+        scalar = ShapedArray((), dtype)
+        bool_t = tensor_type(ShapedArray((), np.bool_))
+        val_t, idx_t = tensor_type(scalar), tensor_type(ShapedArray((), index_dtype))
+        plain = RuleContext(Lowering(False), [], [])
+
+        def body(a_val, a_idx, b_val, b_idx):
+            better = _compare(plain, a_val, b_val, "GT" if is_max else "LT", scalar)
+            equal = _compare(plain, a_val, b_val, "EQ", scalar)
+            a_first = _compare(plain, a_idx, b_idx, "LT", ShapedArray((), index_dtype))
+            pick_a = hlo("or", bool_t, better, hlo("and", bool_t, equal, a_first))
+            if dtype.kind == "f" or dtype == bfloat16:
+                # NaN wins (as in NumPy and JAX); among NaNs the first index wins.
+                a_nan = _compare(plain, a_val, a_val, "NE", scalar)
+                b_nan = _compare(plain, b_val, b_val, "NE", scalar)
+                any_nan = hlo("or", bool_t, a_nan, b_nan)
+                b_not_nan = hlo("not", bool_t, b_nan)
+                nan_pick = hlo("and", bool_t, a_nan, hlo("or", bool_t, b_not_nan, a_first))
+                pick_a = hlo("select", bool_t, any_nan, nan_pick, pick_a)
+            return [hlo("select", val_t, pick_a, a_val, b_val),
+                    hlo("select", idx_t, pick_a, a_idx, b_idx)]
+
+        out = ctx.avals_out[0]
+        _, result = _reduce(ctx, [x, indices], [init_value, init_index], [dtype, index_dtype],
+                            axes, [out.update(dtype=dtype), out], body)
+        return result
+    return rule
+
+
+lowering_rules[P.argmax_p] = _arg_reduction_rule(True)
+lowering_rules[P.argmin_p] = _arg_reduction_rule(False)
+
+
+def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precision=None,
+                      preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    fields = []
+    for name, dims in (("lhs_batching_dimensions", lb), ("rhs_batching_dimensions", rb),
+                       ("lhs_contracting_dimensions", lc), ("rhs_contracting_dimensions", rc)):
+        if dims:
+            fields.append(f"{name} = [{', '.join(str(int(d)) for d in dims)}]")
+    attr = mlir().Attribute.parse(f"#stablehlo.dot<{', '.join(fields)}>")
+    return op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs],
+              {"dot_dimension_numbers": attr}).result
+
+
+lowering_rules[P.dot_general_p] = _dot_general_rule

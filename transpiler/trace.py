@@ -1,0 +1,304 @@
+"""Tracing: running Python on abstract values to record IR.
+
+``bind(primitive, *args)`` is the single entry point of every operation. While a function is
+being traced (inside ``jit``, ``make_ir``, or the branch of a control-flow operator) the
+innermost ``IRBuilder`` records an equation and hands back ``Tracer`` objects; with no trace
+active the primitive runs eagerly on the device.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from pyree import dtypes
+from pyree.errors import (ConcretizationTypeError, TracerArrayConversionError,
+                          TracerBoolConversionError, TracerIntegerConversionError,
+                          UnexpectedTracerError)
+from pyree.runtime.array import Array
+
+from .ir import IR, Atom, ClosedIR, Eqn, Literal, ShapedArray, Var
+from .source import SourceLoc, user_loc, where
+
+
+class Primitive:
+    """One operation of the IR. Its rules live in tables keyed by the primitive:
+    ``abstract_eval_rules`` here, ``lowering_rules`` in lower.py, and the transformation rules
+    in their own modules.
+
+    Example::
+
+        add_p = Primitive("add")
+        add_p.bind(x, y)
+    """
+
+    __slots__ = ("name", "multiple_results")
+
+    def __init__(self, name: str, multiple_results: bool = False) -> None:
+        self.name = name
+        self.multiple_results = multiple_results
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        outs = bind(self, args, params)
+        return outs if self.multiple_results else outs[0]
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# primitive -> rule(*in_avals, **params) -> ShapedArray | list[ShapedArray]
+abstract_eval_rules: dict[Primitive, Callable] = {}
+
+
+def abstract_eval(primitive: Primitive, in_avals: Sequence[ShapedArray], params: dict,
+                  loc: Optional[SourceLoc] = None) -> list[ShapedArray]:
+    """Output avals of ``primitive`` applied to ``in_avals``; shape/dtype errors name the user's
+    line."""
+    try:
+        out = abstract_eval_rules[primitive](*in_avals, **params)
+    except TypeError as e:
+        if getattr(e, "_pyree_located", False):
+            raise
+        located = type(e)(f"{e}{where(loc)}")
+        located._pyree_located = True
+        raise located.with_traceback(None) from None
+    return list(out) if primitive.multiple_results else [out]
+
+
+# -- values while tracing ---------------------------------------------------------------------
+
+class Tracer:
+    """A value whose contents are unknown while tracing: it has an abstract value and stands for
+    an IR variable of the builder that made it. NumPy-style operators are attached by
+    ``pyree.numpy``, the same ones ``Array`` gets."""
+
+    # Slot names start with an underscore: public names (var, ...) are NumPy methods.
+    __slots__ = ("aval", "_ir_var", "_builder", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, builder: "IRBuilder", var: Var) -> None:
+        self._builder = builder
+        self._ir_var = var
+        self.aval = var.aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    weak_type = property(lambda self: self.aval.weak_type)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.aval.shape[0]
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval.str_short()}>"
+
+    def __bool__(self) -> bool:
+        raise TracerBoolConversionError(
+            f"Attempted boolean conversion of a traced array {self.aval.str_short()}: its value "
+            f"is only known when the compiled program runs.{where(None)}\n"
+            "Ways out: compute both sides and choose with pyree.numpy.where(cond, a, b) when "
+            "the choice depends on data, or pass the argument as static "
+            "(jit(..., static_argnums=...)) when it is a Python setting.")
+
+    def __int__(self) -> int:
+        raise TracerIntegerConversionError(
+            f"int() of a traced array {self.aval.str_short()}: its value is only known when the "
+            f"compiled program runs.{where(None)}\nMark the argument static "
+            "(jit(..., static_argnums=...)) if it is a Python setting such as a size.")
+
+    __index__ = __int__
+
+    def __float__(self) -> float:
+        raise ConcretizationTypeError(
+            f"float() of a traced array {self.aval.str_short()}: its value is only known when "
+            f"the compiled program runs.{where(None)}")
+
+    __complex__ = __float__
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(
+            f"numpy.asarray() of a traced array {self.aval.str_short()}: NumPy functions cannot "
+            f"run on values that are only known when the compiled program runs.{where(None)}\n"
+            "Use pyree.numpy instead of numpy inside jitted functions.")
+
+    def __setitem__(self, index, value) -> None:
+        raise TypeError(
+            "pyree arrays are immutable: x[idx] = y is not supported here. "
+            f"Write x = x.at[idx].set(y) instead.{where(None)}")
+
+    __hash__ = None
+
+
+class IRBuilder:
+    """Collects the equations of one function (or region) being traced."""
+
+    def __init__(self) -> None:
+        self.in_vars: list[Var] = []
+        self.eqns: list[Eqn] = []
+        self.const_vars: list[Var] = []
+        self.const_values: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+        self.active = True
+
+    def new_input(self, aval: ShapedArray) -> Tracer:
+        var = Var(aval)
+        self.in_vars.append(var)
+        return Tracer(self, var)
+
+    def _const(self, value: Any, aval: ShapedArray) -> Var:
+        var = self._const_ids.get(id(value))
+        if var is None:
+            var = self._const_ids[id(value)] = Var(aval)
+            self.const_vars.append(var)
+            self.const_values.append(value)
+        return var
+
+    def atom(self, x: Any) -> Atom:
+        """The IR atom for an operand: a variable of this builder, a captured value or a literal."""
+        if isinstance(x, Tracer):
+            if x._builder is self:
+                return x._ir_var
+            if not x._builder.active:
+                raise UnexpectedTracerError(
+                    f"A traced value {x.aval.str_short()} from a function that finished tracing "
+                    f"was used here{where(None)}\nIt escaped its function (stored in a global "
+                    "or a Python container?). Return values from jitted functions instead.")
+            # A value of an enclosing trace used inside a region: captured as an input.
+            return self._const(x, x.aval)
+        aval = get_aval(x)
+        if isinstance(x, TypedScalar):
+            return Literal(x.value, aval)
+        if aval.shape == () and not isinstance(x, Array):
+            return Literal(x, aval)
+        if isinstance(x, np.ndarray):
+            x = canonicalize_array(x)
+        return self._const(x, aval)
+
+    def add_eqn(self, primitive: Primitive, inputs: Sequence[Atom], params: dict,
+                out_avals: Sequence[ShapedArray], loc: Optional[SourceLoc]) -> list[Tracer]:
+        outs = [Var(a) for a in out_avals]
+        self.eqns.append(Eqn(primitive, inputs, params, outs, loc))
+        return [Tracer(self, v) for v in outs]
+
+    def finish(self, outputs: Sequence[Any]) -> ClosedIR:
+        """Close the trace; ``outputs`` may be tracers, arrays or Python scalars."""
+        outs = [self.atom(x) for x in outputs]
+        self.active = False
+        ir = IR(self.const_vars, self.in_vars, self.eqns, outs)
+        return ClosedIR(ir, self.const_values)
+
+
+class _TraceState(threading.local):
+    def __init__(self) -> None:
+        self.builders: list[IRBuilder] = []
+
+
+_state = _TraceState()
+
+
+def current_builder() -> Optional[IRBuilder]:
+    builders = _state.builders
+    return builders[-1] if builders else None
+
+
+class tracing:
+    """Context manager that makes ``builder`` the innermost active trace."""
+
+    def __init__(self, builder: IRBuilder) -> None:
+        self.builder = builder
+
+    def __enter__(self) -> IRBuilder:
+        _state.builders.append(self.builder)
+        return self.builder
+
+    def __exit__(self, *exc) -> None:
+        popped = _state.builders.pop()
+        assert popped is self.builder
+
+
+# -- abstract values of concrete things -------------------------------------------------------
+
+def canonicalize_array(x: np.ndarray) -> np.ndarray:
+    """A NumPy array converted to the dtype pyree uses for it (float64 -> float32 without x64)."""
+    dtype = dtypes.canonicalize_dtype(x.dtype)
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+_SCALAR_TYPES = (bool, int, float, complex)
+
+
+class TypedScalar:
+    """A concrete scalar with a dtype and weak type chosen by promotion (``x * 2.0`` on float16
+    ``x`` multiplies by a weakly typed float16 2.0). Becomes a literal in IR."""
+
+    __slots__ = ("value", "aval")
+
+    def __init__(self, value: Any, dtype: np.dtype, weak_type: bool) -> None:
+        self.value = np.asarray(value).astype(dtype)[()]
+        self.aval = ShapedArray((), dtype, weak_type)
+
+    def __repr__(self) -> str:
+        return f"TypedScalar({self.value!r}, weak_type={self.aval.weak_type})"
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of anything that can be an operand."""
+    if isinstance(x, (Tracer, Array, TypedScalar)):
+        return x.aval
+    if isinstance(x, _SCALAR_TYPES):
+        dtype = dtypes.python_scalar_dtype(x)
+        if isinstance(x, int) and not isinstance(x, bool):
+            _check_int_range(x, dtype)
+        return ShapedArray((), dtype, not isinstance(x, bool))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+    if isinstance(x, (list, tuple)):
+        raise TypeError(
+            f"a Python {type(x).__name__} is not an array: pyree, like JAX, does not turn lists "
+            f"into arrays implicitly. Use pyree.numpy.asarray(...) first.{where(None)}")
+    raise TypeError(f"value of type {type(x).__name__} is not a valid pyree array "
+                    f"type{where(None)}")
+
+
+def _check_int_range(x: int, dtype: np.dtype) -> None:
+    info = np.iinfo(dtype)
+    if not info.min <= x <= info.max:
+        raise OverflowError(f"Python int {x} is too large to convert to {dtype}{where(None)}")
+
+
+def is_traced(x: Any) -> bool:
+    return isinstance(x, Tracer)
+
+
+# -- bind ----------------------------------------------------------------------------------------
+
+def bind(primitive: Primitive, args: Sequence[Any], params: dict) -> list[Any]:
+    """Apply ``primitive``: record it in the innermost trace, or run it now on the device."""
+    builder = current_builder()
+    if builder is None:
+        for a in args:
+            if isinstance(a, Tracer):
+                raise UnexpectedTracerError(
+                    f"A traced value {a.aval.str_short()} was used after its function finished "
+                    f"tracing{where(None)}\nIt escaped (stored in a global or a Python "
+                    "container?). Return values from jitted functions instead.")
+        from . import eager
+        return eager.apply(primitive, args, params)
+    loc = user_loc(2)
+    inputs = [builder.atom(a) for a in args]
+    out_avals = abstract_eval(primitive, [a.aval for a in inputs], params, loc)
+    return builder.add_eqn(primitive, inputs, params, out_avals, loc)
+
+
+def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray]) -> ClosedIR:
+    """Trace ``fun(*tracers)`` (flat arguments, flat list of results) into a ClosedIR."""
+    builder = IRBuilder()
+    with tracing(builder):
+        args = [builder.new_input(a) for a in in_avals]
+        outs = fun(*args)
+        closed = builder.finish(outs)
+    return closed
