@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .aval import ShapedArray
-from .device import Device, default_device, register_array
+from .device import Device, default_device
 
 
 class Array:
@@ -36,7 +36,6 @@ class Array:
         self.aval = aval
         self._device = device
         self._npy = None
-        register_array(self)
 
     # -- what is known without waiting ------------------------------------------------------
     @property

@@ -43,6 +43,10 @@ def _flat_ints(value) -> list[int]:
     return [int(value)]
 
 
+# An eager kernel is one memory-bound pass; in the units of jit's work estimate (element
+# operations of a fused program) it weighs about this much per element.
+EAGER_WORK_PER_ELEMENT = 8
+
 _kernels: dict[tuple, Executable] = {}
 _kernels_lock = threading.Lock()
 
@@ -150,7 +154,7 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
         dyn_counts[name] = len(flat)
         ints.extend(flat)
     kernel = _kernel(primitive, avals_in, avals_out, params, dyn_counts)
-    work = max([a.size for a in avals_in] + [a.size for a in avals_out] + [1])
+    work = EAGER_WORK_PER_ELEMENT * max([a.size for a in avals_in] + [a.size for a in avals_out] + [1])
     return kernel(arrays, ints, work=work, out_avals=avals_out)
 
 
@@ -165,7 +169,7 @@ def _apply_elementwise(primitive, arrays, avals_in, avals_out, params) -> list[A
     else:
         kernel_in, kernel_out = avals_in, avals_out
     kernel = _kernel(primitive, kernel_in, kernel_out, params, {})
-    results = kernel(arrays, (), work=out.size, out_avals=kernel_out)
+    results = kernel(arrays, (), work=EAGER_WORK_PER_ELEMENT * out.size, out_avals=kernel_out)
     if kernel_out is not avals_out:
         results = [view(r, aval) for r, aval in zip(results, avals_out)]
     return results

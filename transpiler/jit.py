@@ -26,7 +26,7 @@ from .eager import scalar_key
 from .ir import ClosedIR, ShapedArray
 from .lower import LoweredModule, lower_closed_ir
 from .source import where
-from .trace import Tracer, canonicalize_array, current_builder, get_aval, trace_to_ir
+from .trace import Tracer, _state, canonicalize_array, current_builder, get_aval, trace_to_ir
 
 _SCALARS = (bool, int, float, complex)
 
@@ -65,7 +65,7 @@ def estimate_work(closed: ClosedIR) -> int:
 class _Compiled:
     """A traced, lowered and compiled signature of a jitted function."""
 
-    __slots__ = ("closed", "lowered", "executable", "consts", "out_tree")
+    __slots__ = ("closed", "lowered", "executable", "consts", "out_tree", "single_output")
 
     def __init__(self, closed: ClosedIR, lowered: LoweredModule, executable: Executable,
                  consts: list, out_tree) -> None:
@@ -74,9 +74,12 @@ class _Compiled:
         self.executable = executable
         self.consts = consts
         self.out_tree = out_tree
+        self.single_output = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
 
     def run(self, arrays: list) -> Any:
         outs = self.executable(self.consts + arrays if self.consts else arrays)
+        if self.single_output:
+            return outs[0]
         return tree_util.tree_unflatten(self.out_tree, outs)
 
 
@@ -135,6 +138,9 @@ class JitFunction:
         self._static_argnames = tuple(sorted(names))
         self._donate_argnums = _normalize_argnums(donate_argnums)
         self._cache = _cache_for(fun, (self._static_argnums, self._static_argnames, device))
+        # Calls whose arguments are all Arrays, positionally, skip flattening: keyed by avals.
+        self._fast: dict[tuple, _Compiled] = {}
+        self._simple = not self._static_argnums and not self._static_argnames
         self._lock = threading.Lock()
 
     # -- signature -----------------------------------------------------------------------------
@@ -201,9 +207,19 @@ class JitFunction:
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if current_builder() is not None:
+        if _state.builders:
             # Inside another trace: inline this function's body into it.
             return self._fun(*args, **kwargs)
+        if not kwargs and self._simple:
+            avals = []
+            for a in args:
+                if type(a) is not Array:
+                    break
+                avals.append(a.aval)
+            else:
+                compiled = self._fast.get(tuple(avals))
+                if compiled is not None:
+                    return compiled.run(list(args))
         static, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         arrays, avals = self._leaves_to_arrays(leaves)
@@ -211,6 +227,9 @@ class JitFunction:
         compiled = self._cache.get(key)
         if compiled is None:
             compiled = self._compile(key, static, in_tree, avals)
+        if (not kwargs and self._simple and len(leaves) == len(args)
+                and all(type(a) is Array for a in args)):
+            self._fast[avals] = compiled
         return compiled.run(arrays)
 
     def _compile(self, key: tuple, static: tuple, in_tree, avals: tuple) -> _Compiled:
