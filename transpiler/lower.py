@@ -161,6 +161,16 @@ class Lowering:
 
     def __init__(self, dynamic: bool = False) -> None:
         self.dynamic = dynamic
+        # Values that may share storage with the function's inputs (see aliases_input).
+        self._input_views: set = set()
+
+    def aliases_input(self, value) -> bool:
+        """Whether ``value`` may be the storage of a function input (or a view of one).
+
+        IREE may perform an update in place on such a value, overwriting the caller's buffer
+        (IREE issue #16168): pyree's Arrays are immutable, so those updates are written
+        out of place instead."""
+        return self.dynamic or value in self._input_views
 
     def lower_ir(self, ir: IR, args: Sequence, dyn_args: Optional[dict] = None) -> list:
         """Emit the equations of ``ir`` with ``args`` bound to const_vars + in_vars."""
@@ -180,9 +190,12 @@ class Lowering:
                     raise NotImplementedError(f"no lowering rule for primitive {eqn.primitive}")
                 ctx = RuleContext(self, [a.aval for a in eqn.inputs],
                                   [v.aval for v in eqn.outputs], dyn_args)
-                outs = rule(ctx, *[read(a) for a in eqn.inputs], **eqn.params)
+                ins = [read(a) for a in eqn.inputs]
+                outs = rule(ctx, *ins, **eqn.params)
                 if not isinstance(outs, (list, tuple)):
                     outs = [outs]
+                if eqn.primitive in VIEW_PRIMITIVES and ins and ins[0] in self._input_views:
+                    self._input_views.update(outs)
                 for var, value in zip(eqn.outputs, outs):
                     env[var] = value
         return [read(atom) for atom in ir.outs]
@@ -228,7 +241,9 @@ def lower_closed_ir(closed: ClosedIR, function: str = "main") -> LoweredModule:
             fn = func.FuncOp(function, ir_module.FunctionType.get(arg_types, out_types))
             block = fn.add_entry_block()
             with ir_module.InsertionPoint(block):
-                results = Lowering(dynamic=False).lower_ir(ir, list(block.arguments))
+                lowering = Lowering(dynamic=False)
+                lowering._input_views.update(block.arguments)
+                results = lowering.lower_ir(ir, list(block.arguments))
                 func.ReturnOp(results)
         return _finish_module(module, function)
 
@@ -611,6 +626,19 @@ def _dynamic_slice_rule(ctx: RuleContext, x, *starts, slice_sizes):
 
 def _dynamic_update_slice_rule(ctx: RuleContext, x, update, *starts):
     starts = _index_scalars(starts, ctx.avals_in[2:])
+    if not ctx.lowering.aliases_input(x):
+        return _update_slice(ctx, x, update, starts)
+    # Written out of place: place the update in a fresh tensor, mark where, and select.
+    x_aval, u_aval = ctx.avals_in[0], ctx.avals_in[1]
+    placed = _update_slice(ctx, _splat(ctx, 0, x_aval, x), update, starts)
+    bool_x, bool_u = x_aval.update(dtype=np.bool_), u_aval.update(dtype=np.bool_)
+    where = _update_slice(ctx, _splat(ctx, False, bool_x, x), _splat(ctx, True, bool_u, update),
+                          starts)
+    return hlo("select", ctx.out_type(), where, placed, x)
+
+
+def _update_slice(ctx: RuleContext, x, update, starts):
+    """``x`` with ``update`` written at the (clamped) ``starts``, possibly in place."""
     if ctx.dynamic:
         # IREE cannot legalize stablehlo.dynamic_update_slice on unknown shapes; tensor's
         # insert_slice with clamped offsets does the same.
@@ -630,10 +658,14 @@ def _dynamic_update_slice_rule(ctx: RuleContext, x, update, *starts):
         dyn_size = ir.ShapedType.get_dynamic_size()
         return tensor.insert_slice(update, x, offsets, sizes, [], [dyn_offset] * rank,
                                    [dyn_size] * rank, [1] * rank)
-    return op("stablehlo.dynamic_update_slice", [ctx.out_type()], [x, update, *starts]).result
+    return op("stablehlo.dynamic_update_slice", [x.type], [x, update, *starts]).result
 
 
 lowering_rules[P.dynamic_slice_p] = _dynamic_slice_rule
+
+# Primitives whose result IREE may make a view of their first operand's storage.
+VIEW_PRIMITIVES = frozenset({P.reshape_p, P.slice_p, P.dynamic_slice_p, P.convert_element_type_p,
+                             P.broadcast_in_dim_p, P.transpose_p})
 lowering_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_rule
 
 

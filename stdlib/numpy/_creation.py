@@ -56,9 +56,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Optional[str
         if not parts:
             raise ValueError("cannot make an array from an empty sequence of arrays")
         out = stack(parts)
-        if want is not None:
-            out = convert(out, want)
-    elif isinstance(object, PY_SCALARS):
+        # An array built from a list is strongly typed, whatever its elements (as in JAX).
+        out = convert(out, want or get_aval(out).dtype)
+    elif isinstance(object, PY_SCALARS) and not isinstance(object, np.generic):
         # A Python scalar keeps its weak type unless a dtype is asked for (as in JAX).
         aval = get_aval(object)
         out = _scalar_array(object, want or aval.dtype, want is None and aval.weak_type)
@@ -96,7 +96,7 @@ def asarray(a: Any, dtype: Any = None, order: Optional[str] = None, copy: Any = 
     """
     if isinstance(a, (Array, Tracer)):
         want = requested_dtype(dtype)
-        return a if want is None or want == a.dtype else convert(a, want)
+        return a if want is None else convert(a, want)  # a dtype given makes it strong
     return array(a, dtype=dtype)
 
 
@@ -109,6 +109,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     """
     shape = _shape_arg(shape)
     want = requested_dtype(dtype)
+    if isinstance(fill_value, np.generic):  # NumPy scalars are strongly typed, unlike float
+        fill_value = typed_scalar(fill_value, dtypes.canonicalize_dtype(fill_value.dtype))
     fill_aval = get_aval(fill_value) if not isinstance(fill_value, (list, tuple)) else None
     if fill_aval is None:
         fill_value = array(fill_value)
@@ -155,10 +157,13 @@ def empty(shape: Any, dtype: Any = None) -> Any:
     return zeros(shape, dtype)
 
 
-def _like(a: Any, dtype: Any, shape: Any) -> tuple:
+def _like(a: Any, fill_value: Any, dtype: Any, shape: Any) -> Any:
     aval = get_aval(a)
-    return (aval.shape if shape is None else _shape_arg(shape),
-            requested_dtype(dtype) or aval.dtype)
+    shape = aval.shape if shape is None else _shape_arg(shape)
+    want = requested_dtype(dtype) or aval.dtype
+    out = full(shape, fill_value, want)
+    # Without a dtype the result keeps the weak type of ``a`` (as in JAX).
+    return convert(out, want, True) if dtype is None and aval.weak_type else out
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
@@ -168,8 +173,7 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
 
         jnp.zeros_like(x)
     """
-    shape, dtype = _like(a, dtype, shape)
-    return full(shape, 0, dtype)
+    return _like(a, 0, dtype, shape)
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
@@ -179,8 +183,7 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
 
         jnp.ones_like(x)
     """
-    shape, dtype = _like(a, dtype, shape)
-    return full(shape, 1, dtype)
+    return _like(a, 1, dtype, shape)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
@@ -190,8 +193,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> 
 
         jnp.full_like(x, 3.0)
     """
-    shape, dtype = _like(a, dtype, shape)
-    return full(shape, fill_value, dtype)
+    return _like(a, fill_value, dtype, shape)
 
 
 def empty_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:

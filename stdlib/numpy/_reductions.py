@@ -40,20 +40,25 @@ def _reduce(name: str, prim, a: Any, axis: Any, dtype: Any, keepdims: bool, init
     out_dtype = requested_dtype(dtype)
     if out_dtype is None:
         out_dtype = _upcast_integer(aval.dtype) if upcast else aval.dtype
-    if aval.dtype != out_dtype:
-        a = convert(a, out_dtype, aval.weak_type)
+    # The result is strongly typed even for a weakly typed operand (as in JAX).
+    a = convert(a, out_dtype)
+    if out_dtype == np.bool_ and prim in (P.reduce_sum_p, P.reduce_prod_p):
+        # sum/prod with dtype=bool are any/all (JAX's bool_op).
+        prim = P.reduce_or_p if prim is P.reduce_sum_p else P.reduce_and_p
     if where is not None:
-        if identity is None:
+        # Masked-out elements take the identity; max/min have none and take `initial`
+        # (added to the result once more below, which is harmless for them).
+        fill = identity if identity is not None else initial
+        if fill is None:
             raise ValueError(f"reduction operation {name} with where= needs initial=")
         mask = broadcast_to_shape(convert(where, np.dtype(np.bool_)), aval.shape)
-        a = P.select_p.bind(mask, a, typed_scalar(identity if initial is None else initial,
-                                                   out_dtype))
+        a = P.select_p.bind(mask, a, typed_scalar(fill, out_dtype))
     if identity is None and initial is None and builtins.any(aval.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     result = prim.bind(a, axes=axes)
     if initial is not None:
         combine = {P.reduce_sum_p: P.add_p, P.reduce_prod_p: P.mul_p, P.reduce_max_p: P.max_p,
-                   P.reduce_min_p: P.min_p}[prim]
+                   P.reduce_min_p: P.min_p, P.reduce_or_p: P.or_p, P.reduce_and_p: P.and_p}[prim]
         result = combine.bind(result, typed_scalar(initial, out_dtype))
     if keepdims:
         result = _keepdims(result, aval.shape, axes)

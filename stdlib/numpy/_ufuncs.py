@@ -50,9 +50,21 @@ cbrt = _unary("cbrt", P.cbrt_p)
 floor_ = _unary("floor", P.floor_p)
 ceil_ = _unary("ceil", P.ceil_p)
 
-add = _binary("add", P.add_p, promote_dtypes_numeric)
-subtract = _binary("subtract", P.sub_p, promote_dtypes_numeric)
-multiply = _binary("multiply", P.mul_p, promote_dtypes_numeric)
+def _bool_binary(name: str, prim, bool_prim) -> Callable:
+    # On booleans add is OR and multiply is AND, keeping dtype bool (as NumPy and JAX do).
+    def fn(x: Any, y: Any) -> Any:
+        check_arraylike(name, x, y)
+        x, y = promote_dtypes(x, y)
+        x, y = broadcast_operands(x, y)
+        return (bool_prim if get_aval(x).dtype == np.bool_ else prim).bind(x, y)
+    fn.__name__ = name
+    return _doc(fn, f"Elementwise {name}, broadcasting.", f"jnp.{name}(x, y)")
+
+
+add = _bool_binary("add", P.add_p, P.or_p)
+# Booleans are not promoted: subtracting them is a TypeError (as in NumPy and JAX).
+subtract = _binary("subtract", P.sub_p)
+multiply = _bool_binary("multiply", P.mul_p, P.and_p)
 true_divide = _binary("true_divide", P.div_p, promote_dtypes_inexact)
 divide = true_divide
 arctan2 = _binary("arctan2", P.atan2_p, promote_dtypes_inexact)

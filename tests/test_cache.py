@@ -1,0 +1,121 @@
+"""The compilation cache: in memory, on disk across processes, and robust to bad entries."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pyree
+import pyree.numpy as jnp
+from pyree.runtime import compile as rcompile
+
+PROGRAM = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import pyree, pyree.numpy as jnp
+    from pyree.runtime.compile import CompileStats
+
+    @pyree.jit
+    def norm(x):
+        return (x - x.mean(0)) / x.std(0)
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) ** 1.5
+    out = np.asarray(norm(x))
+    print(json.dumps({"compiled": CompileStats.compiled, "disk_hits": CompileStats.disk_hits,
+                      "out": out.tolist()}))
+""")
+
+
+def run_program(cache_dir, extra_env=None):
+    env = dict(os.environ, PYREE_CACHE_DIR=str(cache_dir))
+    env.update(extra_env or {})
+    proc = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def expected_norm():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) ** 1.5
+    return (x - x.mean(0)) / x.std(0)
+
+
+def entries(cache_dir):
+    return sorted(glob.glob(os.path.join(str(cache_dir), "*", "*.vmfb")))
+
+
+def test_second_process_compiles_nothing(tmp_path):
+    first = run_program(tmp_path)
+    assert first["compiled"] == 1 and first["disk_hits"] == 0
+    np.testing.assert_allclose(first["out"], expected_norm(), rtol=1e-5)
+    second = run_program(tmp_path)
+    assert second["compiled"] == 0 and second["disk_hits"] == 1
+    np.testing.assert_allclose(second["out"], expected_norm(), rtol=1e-5)
+    assert len(entries(tmp_path)) == 1
+    assert not glob.glob(os.path.join(str(tmp_path), "*", ".tmp-*"))  # atomic writes
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "flipped"])
+def test_damaged_entry_is_recompiled(tmp_path, damage):
+    run_program(tmp_path)
+    (path,) = entries(tmp_path)
+    data = open(path, "rb").read()
+    if damage == "garbage":
+        data = os.urandom(len(data))
+    elif damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "empty":
+        data = b""
+    else:  # one flipped bit in the payload: the checksum catches it
+        pos = len(data) - 100
+        data = data[:pos] + bytes([data[pos] ^ 1]) + data[pos + 1:]
+    open(path, "wb").write(data)
+    again = run_program(tmp_path)
+    assert again["compiled"] == 1 and again["disk_hits"] == 0
+    np.testing.assert_allclose(again["out"], expected_norm(), rtol=1e-5)
+    fixed = run_program(tmp_path)  # the bad entry was replaced
+    assert fixed["compiled"] == 0 and fixed["disk_hits"] == 1
+
+
+def test_disk_cache_can_be_switched_off(tmp_path):
+    result = run_program(tmp_path, {"PYREE_DISK_CACHE": "0"})
+    assert result["compiled"] == 1
+    assert entries(tmp_path) == []
+
+
+def test_unwritable_cache_dir_only_costs_recompiles(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    result = run_program(blocker)
+    assert result["compiled"] == 1
+    np.testing.assert_allclose(result["out"], expected_norm(), rtol=1e-5)
+
+
+def test_memory_cache_key_ignores_source_locations(monkeypatch, tmp_path):
+    monkeypatch.setattr(pyree.config, "_values", dict(pyree.config._values, cache_dir=str(tmp_path)))
+    before = rcompile.CompileStats.compiled
+
+    def f(x):
+        return x * 41.5
+
+    def g(x):
+        # Same program written on other lines: the same module, no new compile.
+        y = x * 41.5
+        return y
+
+    x = np.ones(3, np.float32)
+    pyree.jit(f)(x)
+    pyree.jit(g)(x)
+    assert rcompile.CompileStats.compiled - before <= 1
+
+
+def test_cache_key_depends_on_text_flags_and_version():
+    a = rcompile.cache_key("module {}", ["--x"])
+    assert a == rcompile.cache_key("module {}", ["--x"])
+    assert a != rcompile.cache_key("module { }", ["--x"])
+    assert a != rcompile.cache_key("module {}", ["--y"])
+    assert rcompile.compiler_version() in ("none",) or ":" in rcompile.compiler_version()

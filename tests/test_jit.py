@@ -1,0 +1,345 @@
+"""jit: tracing rules, caching, static arguments, pytrees, lowering and error messages."""
+import collections
+import functools
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import pyree
+import pyree.numpy as jnp
+from pyree import lax
+from pyree.errors import TracerBoolConversionError, TracerIntegerConversionError
+
+
+def this_line(offset: int = 0) -> int:
+    """The caller's line number (+ offset), for asserting source positions in messages."""
+    return inspect.currentframe().f_back.f_lineno + offset
+
+
+def test_jit_computes_the_function():
+    @pyree.jit
+    def f(x, y):
+        return jnp.sin(x) * y + 1.0
+
+    x = np.linspace(0, 1, 7, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(f(x, 2.0)), np.sin(x) * 2.0 + 1.0, rtol=1e-6)
+
+
+def test_body_runs_once_per_signature():
+    calls = []
+
+    @pyree.jit
+    def f(x):
+        calls.append(x.shape)  # a Python side effect: happens at trace time only
+        return x * 2
+
+    a = jnp.ones(3)
+    f(a)
+    f(a)
+    f(jnp.zeros(3))
+    assert calls == [(3,)]
+    f(jnp.ones(4))  # new shape: retrace
+    assert calls == [(3,), (4,)]
+    f(jnp.ones(4, jnp.int32))  # new dtype: retrace
+    assert len(calls) == 3
+    f(np.ones(4, np.float32))  # NumPy array of a known signature: no retrace
+    assert len(calls) == 3
+
+
+def test_weak_and_strong_scalars_are_different_signatures():
+    calls = []
+
+    @pyree.jit
+    def f(x):
+        calls.append(1)
+        return x + 1
+
+    assert int(f(1)) == 2
+    assert f(1).weak_type
+    assert int(f(5)) == 6  # same signature (weak int32): no retrace
+    assert len(calls) == 1
+    assert float(f(1.5)) == 2.5
+    assert len(calls) == 2
+    out = f(np.int32(1))  # a NumPy scalar is strongly typed
+    assert not out.weak_type and out.dtype == np.int32
+    assert len(calls) == 3
+
+
+def test_python_scalars_and_bools_as_arguments():
+    @pyree.jit
+    def f(x, flag):
+        return jnp.where(flag, x, -x)
+
+    assert float(f(1, True)) == 1.0
+    assert float(f(1, False)) == -1.0
+    assert f(1, True).dtype == np.int32
+
+
+def test_global_read_while_tracing_is_baked_in():
+    state = {"scale": 2.0}
+
+    @pyree.jit
+    def f(x):
+        return x * state["scale"]
+
+    assert float(f(jnp.float32(1.0))) == 2.0
+    state["scale"] = 10.0
+    assert float(f(jnp.float32(1.0))) == 2.0  # traced value stays baked in
+    assert float(f(jnp.ones(()) * 3)) == 6.0
+
+
+def test_static_argnums_and_argnames():
+    calls = []
+
+    def f(x, n, *, mode="add"):
+        calls.append((n, mode))
+        return x + n if mode == "add" else x * n
+
+    g = pyree.jit(f, static_argnums=1, static_argnames="mode")
+    x = jnp.arange(3.0)
+    np.testing.assert_array_equal(np.asarray(g(x, 2)), [2, 3, 4])
+    np.testing.assert_array_equal(np.asarray(g(x, 2)), [2, 3, 4])
+    assert calls == [(2, "add")]
+    np.testing.assert_array_equal(np.asarray(g(x, 3)), [3, 4, 5])
+    np.testing.assert_array_equal(np.asarray(g(x, 3, mode="mul")), [0, 3, 6])
+    assert calls == [(2, "add"), (3, "add"), (3, "mul")]
+    # Passed by keyword, the argument is still static (a retrace, as in JAX, is allowed).
+    np.testing.assert_array_equal(np.asarray(g(x, n=2)), [2, 3, 4])
+    assert calls[-1] == (2, "add")
+
+
+def test_static_argument_decides_python_control_flow():
+    @pyree.jit
+    def unused(x):
+        return x
+
+    def f(x, n):
+        for _ in range(n):  # range needs a Python int: n must be static
+            x = x * 2
+        return x
+
+    assert float(pyree.jit(f, static_argnums=1)(jnp.float32(1.0), 5)) == 32.0
+    with pytest.raises(TracerIntegerConversionError, match="static"):
+        pyree.jit(f)(jnp.float32(1.0), 5)
+
+
+def test_unhashable_static_argument_is_a_clear_error():
+    f = pyree.jit(lambda x, cfg: x * len(cfg), static_argnums=1)
+    with pytest.raises(ValueError, match="Non-hashable static arguments.*list"):
+        f(jnp.ones(2), [1, 2])
+    np.testing.assert_array_equal(np.asarray(f(jnp.ones(2), (1, 2))), [2, 2])
+
+
+def test_pytree_arguments_and_results():
+    Point = collections.namedtuple("Point", "x y")
+
+    @pyree.jit
+    def f(params, batch):
+        w, b = params["w"], params["b"]
+        out = batch[0] @ w + b
+        return {"out": out, "pair": (out.sum(), None), "list": [batch[1] * 2],
+                "point": Point(out.shape[0], b)}
+
+    params = {"b": jnp.ones(2), "w": jnp.eye(3, 2)}
+    batch = [jnp.ones((4, 3)), np.arange(3, dtype=np.float32)]
+    res = f(params, batch)
+    assert set(res) == {"out", "pair", "list", "point"}
+    np.testing.assert_allclose(np.asarray(res["out"]), np.ones((4, 3)) @ np.eye(3, 2) + 1)
+    assert float(res["pair"][0]) == pytest.approx(16.0)
+    assert res["pair"][1] is None
+    np.testing.assert_array_equal(np.asarray(res["list"][0]), [0, 2, 4])
+    assert isinstance(res["point"], Point)
+    assert int(res["point"].x) == 4
+
+
+def test_none_and_empty_containers():
+    f = pyree.jit(lambda a, b: (a, b, None))
+    a, b, c = f(None, ())
+    assert a is None and b == () and c is None
+
+
+def test_numpy_float64_inputs_become_float32():
+    f = pyree.jit(lambda x: x * 2)
+    out = f(np.array([1.5, 2.5]))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(out), [3.0, 5.0])
+
+
+def test_jit_of_same_function_twice_shares_traces():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x + 1
+
+    pyree.jit(f)(jnp.ones(2))
+    pyree.jit(f)(jnp.ones(2))
+    assert len(calls) == 1
+
+
+def test_nested_jit_is_inlined():
+    inner = pyree.jit(lambda x: x * 3)
+
+    @pyree.jit
+    def outer(x):
+        return inner(x) + inner(x + 1)
+
+    assert float(outer(jnp.float32(1.0))) == 9.0
+    text = str(pyree.make_ir(outer)(jnp.float32(1.0)))
+    assert text.count("mul") == 2
+
+
+def test_jit_method_and_closure():
+    class Model:
+        def __init__(self, scale):
+            self.scale = scale
+
+        @pyree.jit
+        def plain(self, x):
+            return x * 2
+
+        @functools.partial(pyree.jit, static_argnums=0)
+        def apply(self, x):
+            return x * self.scale
+
+    assert float(Model(3).apply(jnp.float32(2.0))) == 6.0
+    # As in JAX, `self` is an ordinary argument: it must be an array or be static.
+    with pytest.raises(TypeError, match="Model is not a valid pyree type"):
+        Model(3).plain(jnp.float32(2.0))
+
+    offset = jnp.arange(3.0)
+    f = pyree.jit(lambda x: x + offset)  # an Array captured by closure is passed as input
+    np.testing.assert_array_equal(np.asarray(f(jnp.ones(3))), [1, 2, 3])
+    lowered = f.lower(jnp.ones(3)).as_text()
+    assert "dense<[0.0" not in lowered  # not embedded as a constant
+
+
+def test_captured_numpy_constant_is_an_argument_not_embedded():
+    weights = np.random.RandomState(0).randn(64, 64).astype(np.float32)
+    f = pyree.jit(lambda x: x @ weights)
+    x = np.ones((2, 64), np.float32)
+    np.testing.assert_allclose(np.asarray(f(x)), x @ weights, rtol=1e-5)
+    text = f.lower(x).as_text()
+    assert text.count("tensor<64x64xf32>") >= 1 and "dense<" not in text.replace(
+        "dense<0.000000e+00>", "")
+
+
+def test_make_ir_prints_like_a_jaxpr():
+    ir = pyree.make_ir(lambda x: jnp.sum(x * 2.0 + 1.0, axis=0))(np.ones((3, 2), np.float32))
+    text = str(ir)
+    assert text.splitlines()[0] == "{ lambda ; a:f32[3,2]. let"
+    assert "b:f32[3,2] = mul a 2.0:f32[]" in text
+    assert "c:f32[3,2] = add b 1.0:f32[]" in text
+    assert "d:f32[2] = reduce_sum[axes=(0,)] c" in text
+    assert text.rstrip().endswith("in (d,) }")
+
+
+def test_ir_records_user_source_locations():
+    def f(x):
+        y = jnp.exp(x)
+        return y * 2
+
+    line = inspect.getsourcelines(f)[1]
+    closed = pyree.make_ir(f)(np.ones(2, np.float32))
+    locs = [(os.path.basename(e.loc.filename), e.loc.line) for e in closed.eqns]
+    assert locs == [("test_jit.py", line + 1), ("test_jit.py", line + 2)]
+
+
+def test_lower_as_text_and_compile():
+    def f(x):
+        return jnp.tanh(x) + 1.0
+
+    line = inspect.getsourcelines(f)[1] + 1
+    lowered = pyree.jit(f).lower(np.ones((2, 3), np.float32))
+    text = lowered.as_text()
+    assert "func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32>" in text
+    assert "stablehlo.tanh" in text
+    located = lowered.as_text(debug_info=True)
+    assert f'test_jit.py":{line}:' in located
+    compiled = lowered.compile()
+    x = np.random.RandomState(1).randn(2, 3).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(compiled(x)), np.tanh(x) + 1, rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match=r"compiled for arguments \(f32\[2,3\]\)"):
+        compiled(np.ones((3, 3), np.float32))
+
+
+def test_lower_accepts_shape_dtype_structs():
+    spec = pyree.ShapeDtypeStruct((32, 784), np.float32)
+    text = pyree.jit(lambda x: x.sum(1)).lower(spec).as_text()
+    assert "tensor<32x784xf32>" in text
+    out = pyree.eval_shape(lambda x: (x @ x.T, x[0]), spec)
+    assert out[0].shape == (32, 32) and out[1].shape == (784,)
+
+
+def test_bool_of_traced_value_names_the_line():
+    @pyree.jit
+    def f(x):
+        if x.sum() > 0:  # pyree's transpiler converts this later; plain tracing cannot
+            return x
+        return -x
+
+    line = inspect.getsourcelines(f)[1] + 2
+    with pytest.raises(TracerBoolConversionError) as info:
+        f(jnp.ones(3))
+    message = str(info.value)
+    assert f"test_jit.py:{line}" in message
+    assert "if x.sum() > 0:" in message
+    assert "static_argnums" in message and "where" in message
+
+
+def test_shape_error_inside_jit_names_the_line():
+    @pyree.jit
+    def f(x, y):
+        return x + y
+
+    line = inspect.getsourcelines(f)[1] + 2
+    with pytest.raises(TypeError) as info:
+        f(jnp.ones(3), jnp.ones(4))
+    message = str(info.value)
+    assert "(3,)" in message and "(4,)" in message
+    assert f"test_jit.py:{line}" in message
+
+
+def test_lax_dtype_error_names_both_dtypes():
+    with pytest.raises(TypeError, match="add requires arguments to have the same dtypes, got "
+                                        "float32, int32"):
+        pyree.jit(lambda a, b: lax.add(a, b))(jnp.ones(2), jnp.ones(2, jnp.int32))
+
+
+def test_invalid_argument_type_is_a_clear_error():
+    with pytest.raises(TypeError, match="str is not a valid pyree type"):
+        pyree.jit(lambda x: x)("hello")
+
+
+def test_leaked_tracer_is_detected():
+    leaked = []
+
+    @pyree.jit
+    def f(x):
+        leaked.append(x)
+        return x
+
+    f(jnp.ones(2))
+    with pytest.raises(pyree.errors.UnexpectedTracerError, match="escaped"):
+        leaked[0] + 1
+
+
+def test_outputs_may_be_inputs_or_constants():
+    @pyree.jit
+    def f(x):
+        return x, 3.0, jnp.zeros(2)
+
+    a, b, c = f(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(a), [1, 1])
+    assert float(b) == 3.0 and b.weak_type
+    np.testing.assert_array_equal(np.asarray(c), [0, 0])
+
+
+def test_decorator_with_options():
+    @pyree.jit(static_argnames=("n",))
+    def f(x, n):
+        return x ** n
+
+    assert float(f(jnp.float32(2.0), n=3)) == 8.0
