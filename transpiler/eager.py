@@ -8,7 +8,6 @@ every rank. Reshapes are free: a new view of the same buffer.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -48,7 +47,6 @@ def _flat_ints(value) -> list[int]:
 EAGER_WORK_PER_ELEMENT = 8
 
 _kernels: dict[tuple, Executable] = {}
-_kernels_lock = threading.Lock()
 
 
 def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[ShapedArray],
@@ -58,20 +56,16 @@ def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[Shap
            tuple((a.dtype, a.ndim) for a in avals_out), tuple(dyn_counts.items()))
     kernel = _kernels.get(key)
     if kernel is None:
-        with _kernels_lock:
-            kernel = _kernels.get(key)
-            if kernel is None:
-                device = default_device()
-                static_params = dict(static)
-                for name in dyn_counts:
-                    static_params[name] = params[name]
-                module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params,
-                                                 dyn_counts)
-                vmfb = rcompile.compile_mlir(
-                    module.text, device.target_flags + rcompile.CPU_FLAGS + rcompile.ASYNC_FLAGS,
-                    cache_text=module.text_without_locations)
-                kernel = Executable(vmfb, module.function, device, avals_out)
-                _kernels[key] = kernel
+        device = default_device()
+        static_params = dict(static)
+        for name in dyn_counts:
+            static_params[name] = params[name]
+        module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params, dyn_counts)
+        # compile_mlir makes concurrent requests for one module compile it once.
+        vmfb = rcompile.compile_mlir(
+            module.text, device.target_flags + rcompile.CPU_FLAGS + rcompile.ASYNC_FLAGS,
+            cache_text=module.text_without_locations)
+        kernel = _kernels.setdefault(key, Executable(vmfb, module.function, device, avals_out))
     return kernel
 
 

@@ -22,7 +22,7 @@ from pyree.runtime.device import Device, default_device
 from pyree.runtime.executable import Executable
 
 from . import primitives as P
-from .eager import scalar_key
+from .eager import to_array
 from .ir import ClosedIR, ShapedArray
 from .lower import LoweredModule, lower_closed_ir
 from .source import where
@@ -187,7 +187,7 @@ class JitFunction:
                 avals.append(leaf.aval)
                 continue
             if t in _SCALARS:
-                array = _scalar_argument(leaf)
+                array = to_array(leaf)  # cached weakly typed 0-d Arrays
             elif isinstance(leaf, (np.ndarray, np.generic)):
                 array = device_put_numpy(canonicalize_array(np.asarray(leaf)), device)
             elif isinstance(leaf, Array):
@@ -413,21 +413,6 @@ def compile_closed_ir(closed: ClosedIR, out_tree, device: Device,
         else:
             consts.append(device_put_numpy(canonicalize_array(np.asarray(value)), device))
     return _Compiled(closed, lowered, executable, consts, out_tree)
-
-
-_scalar_args: dict[tuple, Array] = {}
-
-
-def _scalar_argument(x: Any) -> Array:
-    key = scalar_key(x)
-    array = _scalar_args.get(key)
-    if array is None:
-        aval = get_aval(x)
-        array = device_put_numpy(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
-        if len(_scalar_args) > 4096:
-            _scalar_args.clear()
-        _scalar_args[key] = array
-    return array
 
 
 def _hashable_static(value: Any, what: str) -> Any:

@@ -1,0 +1,73 @@
+"""Top-level API: devices, device_put/get, block_until_ready, pyree.tree, eager compile reuse."""
+import numpy as np
+import pytest
+
+import pyree
+import pyree.numpy as jnp
+from pyree.runtime.compile import CompileStats
+
+
+def test_devices_and_backend():
+    devs = pyree.devices()
+    assert len(devs) == 1 and devs[0].platform == "cpu"
+    assert repr(devs[0]) == "CpuDevice(id=0)"
+    assert pyree.default_backend() == "cpu"
+    assert pyree.device_count() == 1
+
+
+def test_device_put_and_get_pytrees():
+    tree = {"a": np.arange(3.0), "b": (1, 2.5, True)}
+    on_device = pyree.device_put(tree)
+    assert isinstance(on_device["a"], pyree.Array)
+    assert on_device["a"].dtype == np.float32  # float64 is canonicalised without x64
+    assert on_device["b"][0].weak_type and on_device["b"][0].dtype == np.int32
+    assert on_device["b"][2].dtype == np.bool_ and not on_device["b"][2].weak_type
+    back = pyree.device_get(on_device)
+    assert isinstance(back["a"], np.ndarray)
+    np.testing.assert_array_equal(back["a"], [0, 1, 2])
+    assert pyree.block_until_ready(on_device) is on_device
+
+
+def test_tree_module_short_names():
+    assert pyree.tree.map(lambda x: x + 1, [1, (2, 3)]) == [2, (3, 4)]
+    assert pyree.tree.leaves({"b": 2, "a": 1}) == [1, 2]
+    leaves, treedef = pyree.tree.flatten((1, None, [2]))
+    assert pyree.tree.unflatten(treedef, [5, 6]) == (5, None, [6])
+
+
+def test_eager_new_shapes_reuse_compiled_kernels():
+    # Each primitive is compiled once per dtype and rank; new shapes compile nothing.
+    jnp.sin(jnp.ones(3)) * 2.0  # warm the kernels used below
+    jnp.ones((2, 2)).sum(0)
+    before = CompileStats.compiled
+    for n in (5, 17, 1000):
+        x = jnp.ones(n)
+        np.testing.assert_allclose(np.asarray(jnp.sin(x) * 2.0), np.sin(np.ones(n)) * 2, rtol=1e-6)
+    for shape in ((3, 4), (10, 1), (7, 9)):
+        np.testing.assert_allclose(np.asarray(jnp.ones(shape).sum(0)), np.ones(shape).sum(0))
+    assert CompileStats.compiled == before
+
+
+def test_eager_reshape_is_a_free_view():
+    x = jnp.arange(12.0)
+    before = CompileStats.compiled + CompileStats.memory_hits + CompileStats.disk_hits
+    y = x.reshape(3, 4).reshape(2, 6).reshape(12)
+    assert CompileStats.compiled + CompileStats.memory_hits + CompileStats.disk_hits == before
+    assert y._buffer.get_buffer().byte_length() == x._buffer.get_buffer().byte_length()
+    np.testing.assert_array_equal(np.asarray(y), np.arange(12.0))
+
+
+def test_live_arrays_reports_and_delete_frees():
+    x = jnp.arange(5.0) + 1
+    assert any(a is x for a in pyree.live_arrays())
+    x.delete()
+    assert x.is_deleted()
+    assert not any(a is x for a in pyree.live_arrays())
+    with pytest.raises(RuntimeError, match="deleted"):
+        x + 1
+
+
+def test_config_update_and_unknown_option():
+    assert pyree.config.enable_x64 is False
+    with pytest.raises(AttributeError, match="no option 'enable_x65'"):
+        pyree.config.update("enable_x65", True)
