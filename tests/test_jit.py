@@ -343,3 +343,18 @@ def test_decorator_with_options():
         return x ** n
 
     assert float(f(jnp.float32(2.0), n=3)) == 8.0
+
+
+def test_ir_can_be_evaluated_again_eagerly_and_inside_a_trace():
+    from pyree.transpiler.trace import eval_ir
+
+    def f(x):
+        return (jnp.sin(x) * 2.0).sum(), x[1:]
+
+    x = np.arange(4, dtype=np.float32)
+    closed = pyree.make_ir(f)(x)
+    total, tail = eval_ir(closed, x)
+    assert float(total) == pytest.approx(float(np.sum(np.sin(x) * 2)), rel=1e-6)
+    np.testing.assert_array_equal(np.asarray(tail), x[1:])
+    again = pyree.make_ir(lambda x: tuple(eval_ir(closed, x)))(x)
+    assert str(again) == str(closed)
