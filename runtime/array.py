@@ -6,6 +6,9 @@ fence that says when its contents are ready, and the conversions to host values.
 """
 from __future__ import annotations
 
+import linecache
+import re
+import sys
 from typing import Any, Optional
 
 import numpy as np
@@ -123,10 +126,10 @@ class Array:
         return self._value().item(*args)
 
     def _scalar(self, kind: str):
-        if self.aval.size != 1:
-            raise TypeError(f"only size-1 arrays can be converted to Python scalars "
-                            f"(this one has shape {self.aval.shape}); use {kind}(x[i]) or x.item(i)")
-        return self._value().reshape(())[()]
+        if self.aval.shape != ():
+            raise TypeError(f"Only scalar arrays can be converted to Python scalars; this one "
+                            f"has shape {self.aval.shape}. Use {kind}(x[i]) or x.item(i)")
+        return self._value()[()]
 
     def __float__(self) -> float:
         return float(self._scalar("float"))
@@ -169,10 +172,7 @@ class Array:
 
     # -- immutability ------------------------------------------------------------------------
     def __setitem__(self, index, value) -> None:
-        raise TypeError(
-            "pyree Arrays are immutable: in-place assignment like x[idx] = y is not supported. "
-            "Write x = x.at[idx].set(y) instead (a new Array; under @jit it is done in place "
-            "when x is not used afterwards).")
+        raise TypeError(immutable_update_message(index, value, sys._getframe(1)))
 
     __hash__ = None  # arrays are mutable-looking values; JAX's are unhashable too
 
@@ -204,3 +204,43 @@ def device_put_numpy(value: np.ndarray, device: Optional[Device] = None,
     value = np.asarray(value)
     aval = ShapedArray(value.shape, value.dtype, weak_type)
     return Array(device.put(value), aval, device)
+
+
+_AUGMENTED = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power"}
+_ASSIGNMENT = re.compile(r"(?P<target>[\w.]+)\[(?P<index>.+)\]\s*(?P<op>\*\*|[-+*/])?="
+                         r"(?!=)\s*(?P<value>.+?)\s*$")
+
+
+def immutable_update_message(index: Any, value: Any, frame) -> str:
+    """The TypeError text for ``x[index] = value``, showing the functional update to write
+    instead, in the user's own words when their source line can be read."""
+    code = frame.f_code
+    line = linecache.getline(code.co_filename, frame.f_lineno)
+    match = _ASSIGNMENT.search(line)
+    if match:
+        target, idx = match.group("target"), match.group("index").strip()
+        method = _AUGMENTED.get(match.group("op") or "", "set")
+        rhs = match.group("value")
+        suggestion = f"{target} = {target}.at[{idx}].{method}({rhs})"
+    else:
+        suggestion = f"x = x.at[{_index_text(index)}].set({_value_text(value)})"
+    return ("pyree arrays are immutable: in-place assignment like x[idx] = y is not supported. "
+            f"Write\n    {suggestion}\ninstead: a new array, which jit updates in place when the "
+            f"old one is not used afterwards.")
+
+
+def _index_text(index: Any) -> str:
+    if isinstance(index, tuple):
+        return ", ".join(_index_text(i) for i in index) if index else "()"
+    if isinstance(index, slice):
+        parts = ["" if p is None else str(p) for p in (index.start, index.stop, index.step)]
+        return ":".join(parts[:2]) + (f":{parts[2]}" if index.step is not None else "")
+    if index is Ellipsis:
+        return "..."
+    if isinstance(index, (int, type(None))):
+        return str(index)
+    return "idx"
+
+
+def _value_text(value: Any) -> str:
+    return repr(value) if isinstance(value, (bool, int, float, complex)) else "y"

@@ -201,14 +201,27 @@ def live_arrays() -> list:
     return [o for o in gc.get_objects() if type(o) is Array and o._buffer is not None]
 
 
+# Callables that drop IREE objects held elsewhere in the runtime (loaded modules, contexts).
+exit_hooks: list = []
+
+
 @atexit.register
-def _release_buffers_at_exit() -> None:
+def _release_iree_objects_at_exit() -> None:
     # IREE crashes when a buffer outlives the device that allocated it, and at interpreter exit
-    # Python frees module globals in no fixed order. So, while everything is still alive, wait
-    # for pending work and drop every Array's buffer (one heap walk at exit instead of a
-    # registry that every Array would pay for).
+    # Python frees module globals in no fixed order (and the binding library may go first). So,
+    # while everything is still alive: wait for pending work and drop every Array's buffer (one
+    # heap walk at exit instead of a registry every Array would pay for), then the contexts and
+    # modules, then the devices and the VM instance.
+    global _instance
     for array in live_arrays():
         try:
             array._release()
         except Exception:  # a failed computation: nothing useful to do at exit
             array._buffer = None
+    for hook in exit_hooks:
+        hook()
+    for devs in _devices.values():
+        for dev in devs:
+            dev._hal_modules.clear()
+            dev._hal.clear()
+    _instance = None

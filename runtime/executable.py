@@ -8,11 +8,28 @@ next call waits on it on the device, not in Python.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Sequence
 
 from .array import Array
 from .aval import ShapedArray
+from . import device as _device_module
 from .device import Device, iree_runtime, vm_instance
+
+
+_loaded: "weakref.WeakSet[Executable]" = weakref.WeakSet()
+
+
+def _unload_all() -> None:
+    """Drop every executable's contexts and modules (at interpreter exit)."""
+    for exe in list(_loaded):
+        exe._bound.clear()
+        exe._default = None
+        exe._module = None
+    _inline.semaphores.clear()
+
+
+_device_module.exit_hooks.append(_unload_all)
 
 
 class _InlineTimeline(threading.local):
@@ -51,6 +68,7 @@ class Executable:
         self._bound: dict[str, tuple] = {}
         self._lock = threading.Lock()
         self._default = None  # the binding for `work`, once known
+        _loaded.add(self)
 
     def _bind(self, driver: str) -> tuple:
         """(context, function, hal device, inline?) for one driver, created on first use."""

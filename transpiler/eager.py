@@ -8,6 +8,7 @@ every rank. Reshapes are free: a new view of the same buffer.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -89,6 +90,8 @@ def to_array(x: Any) -> Array:
     """An operand as a device Array (Python scalars become cached weakly-typed 0-d Arrays)."""
     if isinstance(x, Array):
         return x
+    if isinstance(x, (np.ndarray, np.generic)):  # before scalars: np.float64 is a float
+        return device_put_numpy(canonicalize_array(np.asarray(x)))
     if isinstance(x, (bool, int, float, complex, TypedScalar)):
         aval = get_aval(x)
         value = x.value.item() if isinstance(x, TypedScalar) else x
@@ -100,8 +103,6 @@ def to_array(x: Any) -> Array:
                 _scalar_cache.clear()
             _scalar_cache[key] = cached
         return cached
-    if isinstance(x, (np.ndarray, np.generic)):
-        return device_put_numpy(canonicalize_array(np.asarray(x)))
     get_aval(x)  # raises the right TypeError (lists, strings, ...)
     raise TypeError(f"cannot use a value of type {type(x).__name__} as an array")
 
@@ -140,6 +141,8 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
 
     if primitive in P.ELEMENTWISE:
         return _apply_elementwise(primitive, arrays, avals_in, avals_out, params)
+    if primitive is P.dot_general_p and params["dimension_numbers"] != _BATCHED_MATMUL:
+        return [_dot_general(arrays, avals_out[0], params)]
 
     names = DYNAMIC_PARAMS.get(primitive, ())
     dyn_counts, ints = {}, []
@@ -167,6 +170,39 @@ def _apply_elementwise(primitive, arrays, avals_in, avals_out, params) -> list[A
     if kernel_out is not avals_out:
         results = [view(r, aval) for r, aval in zip(results, avals_out)]
     return results
+
+
+_BATCHED_MATMUL = (((2,), (1,)), ((0,), (0,)))
+
+
+def _dot_general(arrays: list, out_aval: ShapedArray, params: dict) -> Array:
+    """dot_general as a batched matmul (B, M, K) x (B, K, N) on views of the operands.
+
+    On unknown shapes IREE cannot compile most other forms (vector operands, several or no
+    contracting dimensions: it would reshape them with stablehlo.dynamic_reshape); here every
+    form becomes one kernel per dtype, plus transposes when dimensions are out of order."""
+    lhs, rhs = arrays
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    lf = tuple(i for i in range(lhs.ndim) if i not in lc and i not in lb)
+    rf = tuple(i for i in range(rhs.ndim) if i not in rc and i not in rb)
+    lhs = _transposed(lhs, tuple(lb) + lf + tuple(lc))
+    rhs = _transposed(rhs, tuple(rb) + tuple(rc) + rf)
+
+    def size(shape, start, stop):
+        return math.prod(shape[start:stop])
+    nb, nlf, nc = len(lb), len(lf), len(lc)
+    b, m, k = size(lhs.shape, 0, nb), size(lhs.shape, nb, nb + nlf), size(lhs.shape, nb + nlf, None)
+    n = size(rhs.shape, nb + nc, None)
+    lhs = view(lhs, lhs.aval.update(shape=(b, m, k)))
+    rhs = view(rhs, rhs.aval.update(shape=(b, k, n)))
+    out = apply(P.dot_general_p, [lhs, rhs], dict(params, dimension_numbers=_BATCHED_MATMUL))[0]
+    return view(out, out_aval)
+
+
+def _transposed(x: Array, permutation: tuple) -> Array:
+    if permutation == tuple(range(len(permutation))):
+        return x
+    return apply(P.transpose_p, [x], {"permutation": permutation})[0]
 
 
 def _squeeze_expanding(x: Array, params: dict) -> tuple[list[Array], dict]:

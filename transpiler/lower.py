@@ -297,10 +297,29 @@ def i64_constant(value: int):
     return op("arith.constant", [i64], [], {"value": ir.IntegerAttr.get(i64, value)}).result
 
 
+def signless(value):
+    """``value`` with unsigned elements bit-cast to signless ones (no-op for other types).
+
+    IREE converts the unsigned element types of StableHLO ops only: a tensor-dialect op
+    (tensor.dim, insert_slice, ...) on a ``tensor<?xui8>`` fails to legalize."""
+    ir = mlir()
+    t = ir.RankedTensorType(value.type)
+    et = t.element_type
+    if not (isinstance(et, ir.IntegerType) and et.is_unsigned):
+        return value
+    signless_t = ir.RankedTensorType.get(t.shape, ir.IntegerType.get_signless(et.width))
+    return hlo("bitcast_convert", signless_t, value)
+
+
+def bitcast_to(value, type_):
+    """Undo ``signless``: ``value`` bit-cast back to ``type_`` if its type differs."""
+    return value if value.type == type_ else hlo("bitcast_convert", type_, value)
+
+
 def dim_i64(value, axis: int):
     """The size of dimension ``axis`` of a tensor value, as an i64 scalar."""
     ir = mlir()
-    d = op("tensor.dim", [ir.IndexType.get()], [value, index_constant(axis)]).result
+    d = op("tensor.dim", [ir.IndexType.get()], [signless(value), index_constant(axis)]).result
     return op("arith.index_cast", [ir.IntegerType.get_signless(64)], [d]).result
 
 
@@ -347,9 +366,8 @@ def broadcast_to_result(ctx: RuleContext, operands: Sequence, avals: Sequence[Sh
 
 _UNARY = {
     P.neg_p: "negate", P.exp_p: "exponential", P.log_p: "log", P.log1p_p: "log_plus_one",
-    P.expm1_p: "exponential_minus_one", P.sin_p: "sine", P.cos_p: "cosine", P.tan_p: "tan",
-    P.tanh_p: "tanh", P.logistic_p: "logistic", P.sqrt_p: "sqrt", P.rsqrt_p: "rsqrt",
-    P.cbrt_p: "cbrt", P.floor_p: "floor", P.ceil_p: "ceil", P.not_p: "not",
+    P.expm1_p: "exponential_minus_one", P.tanh_p: "tanh", P.logistic_p: "logistic",
+    P.sqrt_p: "sqrt", P.rsqrt_p: "rsqrt", P.floor_p: "floor", P.ceil_p: "ceil", P.not_p: "not",
     P.is_finite_p: "is_finite",
 }
 
@@ -373,10 +391,8 @@ def _abs_rule(ctx: RuleContext, x):
 def _sign_rule(ctx: RuleContext, x):
     aval = ctx.avals_in[0]
     if aval.dtype.kind == "u":
-        zero, one = (broadcast_to_result(ctx, [scalar_like(v, aval.dtype)], [aval.update(shape=())],
-                                         aval, ()) for v in (0, 1))
-        nonzero = _compare(ctx, x, zero[0], "NE", aval)
-        return hlo("select", ctx.out_type(), nonzero, one[0], zero[0])
+        zero, one = _splat(ctx, 0, aval, x), _splat(ctx, 1, aval, x)
+        return hlo("select", ctx.out_type(), _compare(ctx, x, zero, "NE", aval), one, zero)
     return hlo("sign", ctx.out_type(), x)
 
 
@@ -389,8 +405,88 @@ def _erf_rule(ctx: RuleContext, x):
     return op("chlo.erf", [ctx.out_type()], [x]).result
 
 
+def _cbrt_rule(ctx: RuleContext, x):
+    t = ctx.out_type()
+    if ctx.avals_in[0].dtype.kind != "f" and ctx.avals_in[0].dtype != bfloat16:
+        return hlo("cbrt", t, x)
+    # IREE's cbrt gives NaN for +-inf.
+    aval = ctx.avals_in[0]
+    infinite = _compare(ctx, hlo("abs", t, x), _splat(ctx, np.inf, aval, x), "EQ", aval)
+    return hlo("select", t, infinite, x, hlo("cbrt", t, x))
+
+
+# pi/2 as a sum of float32s: k * part is exact for the first three when |k| < 2**16 (|x| up to
+# ~1e5), and the fourth carries the remaining bits (Cody-Waite range reduction).
+_PI_2_PARTS = (1.5703125, 0.000484466552734375, -6.407499313354492e-07, 9.92093629470503e-10)
+# Cephes' sinf/cosf polynomials for |y| <= pi/4: y + y**3 * S(y**2), 1 - y**2/2 + y**4 * C(y**2).
+_SIN_COEFFS = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
+_COS_COEFFS = (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2)
+
+
+def _trig_rule(kind: str) -> Callable:
+    """sin, cos and tan: range reduction to [-pi/4, pi/4], then polynomials.
+
+    IREE's own kernels reduce with floor(x * 2/pi) and a single float32 pi/2: results for x < 0
+    were off by ~6e-8 absolute (sin(-1e-9) came out as +6.2e-8), and by 2.6e-4 around
+    |x| = 1e4. These are within 2.3 ulps (tan 4) up to |x| = 1e5."""
+    names = {"sin": "sine", "cos": "cosine", "tan": "tan"}
+
+    def rule(ctx: RuleContext, x):
+        in_aval = ctx.avals_in[0]
+        if in_aval.dtype not in (np.dtype(np.float32), np.dtype(np.float16), bfloat16):
+            return hlo(names[kind], ctx.out_type(), x)
+        aval = ShapedArray(in_aval.shape, np.dtype(np.float32))
+        t = tensor_type(aval, ctx.dynamic)
+        x32 = x if in_aval.dtype == aval.dtype else hlo("convert", t, x)
+
+        def const(v):
+            return _splat(ctx, v, aval, x32)
+
+        def select(pred, a, b):
+            return hlo("select", t, pred, a, b)
+
+        k = hlo("round_nearest_even", t, hlo("multiply", t, x32, const(2 / np.pi)))
+        y = x32
+        for part in _PI_2_PARTS:
+            y = hlo("subtract", t, y, hlo("multiply", t, k, const(part)))
+        # |y| <= pi/4 (plus rounding).
+        z = hlo("multiply", t, y, y)
+
+        def poly(coeffs):
+            acc = const(coeffs[0])
+            for c in coeffs[1:]:
+                acc = hlo("add", t, hlo("multiply", t, acc, z), const(c))
+            return acc
+        sin_y = hlo("add", t, y, hlo("multiply", t, hlo("multiply", t, y, z), poly(_SIN_COEFFS)))
+        cos_y = hlo("add", t, hlo("subtract", t, const(1.0), hlo("multiply", t, z, const(0.5))),
+                    hlo("multiply", t, hlo("multiply", t, z, z), poly(_COS_COEFFS)))
+
+        def is_odd(v):  # exact in float32 for every integer v (true for NaN)
+            return _compare(ctx, v, hlo("multiply", t, const(2.0), hlo(
+                "floor", t, hlo("multiply", t, v, const(0.5)))), "NE", aval)
+        # x = y + k * pi/2: an odd k swaps sin and cos; the sign comes from the parity of k // 2
+        # ((k + 1) // 2 for cos).
+        odd = is_odd(k)
+        if kind == "tan":
+            result = select(odd, hlo("negate", t, hlo("divide", t, cos_y, sin_y)),
+                            hlo("divide", t, sin_y, cos_y))
+        else:
+            r = select(odd, cos_y, sin_y) if kind == "sin" else select(odd, sin_y, cos_y)
+            turns = k if kind == "sin" else hlo("add", t, k, const(1.0))
+            negative = is_odd(hlo("floor", t, hlo("multiply", t, turns, const(0.5))))
+            result = select(negative, hlo("negate", t, r), r)
+        if kind != "cos":  # sin(-0.0) and tan(-0.0) are -0.0
+            result = select(_compare(ctx, x32, const(0.0), "EQ", aval), x32, result)
+        return result if in_aval.dtype == aval.dtype else hlo("convert", ctx.out_type(), result)
+    return rule
+
+
 lowering_rules[P.abs_p] = _abs_rule
 lowering_rules[P.sign_p] = _sign_rule
+lowering_rules[P.cbrt_p] = _cbrt_rule
+lowering_rules[P.sin_p] = _trig_rule("sin")
+lowering_rules[P.cos_p] = _trig_rule("cos")
+lowering_rules[P.tan_p] = _trig_rule("tan")
 lowering_rules[P.round_p] = _round_rule
 lowering_rules[P.erf_p] = _erf_rule
 
@@ -416,8 +512,8 @@ def _integer_pow_rule(ctx: RuleContext, x, *, y: int):
 lowering_rules[P.integer_pow_p] = _integer_pow_rule
 
 _BINARY = {
-    P.add_p: "add", P.sub_p: "subtract", P.mul_p: "multiply", P.pow_p: "power",
-    P.atan2_p: "atan2", P.and_p: "and", P.or_p: "or", P.xor_p: "xor",
+    P.add_p: "add", P.sub_p: "subtract", P.mul_p: "multiply",
+    P.and_p: "and", P.or_p: "or", P.xor_p: "xor",
     P.shift_left_p: "shift_left", P.shift_right_arithmetic_p: "shift_right_arithmetic",
     P.shift_right_logical_p: "shift_right_logical",
 }
@@ -442,6 +538,87 @@ def _max_min_rule(name: str, bool_name: str) -> Callable:
     return rule
 
 
+def _pow_rule(ctx: RuleContext, x, y):
+    out = ctx.avals_out[0]
+    x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, out)
+    t = ctx.out_type()
+    if out.dtype.kind != "f" and out.dtype != bfloat16:
+        return hlo("power", t, x, y)
+    # IREE computes exp(y * log(x)): NaN for every negative base, and for 0**0, nan**0, 1**nan.
+    # C's (and XLA's) pow: the power of |x|, negated for odd integer y when x has its sign bit
+    # set, NaN for a finite negative x and non-integer y, and 1 for y == 0, x == 1, (-1)**inf.
+    bool_t = tensor_type(out.update(dtype=np.bool_), ctx.dynamic)
+
+    def cmp(a, b, direction):
+        return _compare(ctx, a, b, direction, out)
+
+    def const(v):
+        return _splat(ctx, v, out, x)
+
+    def both(a, b):
+        return hlo("and", bool_t, a, b)
+
+    if out.dtype.itemsize < 4:
+        # In float16, exp(y * log(x)) loses ~4 ulps: compute in float32 and round once.
+        t32 = tensor_type(out.update(dtype=np.dtype(np.float32)), ctx.dynamic)
+        result = hlo("convert", t, hlo("power", t32, hlo("convert", t32, hlo("abs", t, x)),
+                                       hlo("convert", t32, y)))
+    else:
+        result = hlo("power", t, hlo("abs", t, x), y)
+    y_integer = cmp(hlo("floor", t, y), y, "EQ")
+    half_y = hlo("multiply", t, y, const(0.5))
+    y_odd = both(y_integer, cmp(hlo("floor", t, half_y), half_y, "NE"))
+    result = hlo("select", t, both(_sign_bit(ctx, x, out), y_odd), hlo("negate", t, result), result)
+    finite_negative = both(cmp(x, const(0.0), "LT"), cmp(x, const(-np.inf), "GT"))
+    result = hlo("select", t, both(finite_negative, hlo("not", bool_t, y_integer)),
+                 const(np.nan), result)
+    one = hlo("or", bool_t, cmp(y, const(0.0), "EQ"), cmp(x, const(1.0), "EQ"))
+    one = hlo("or", bool_t, one, both(cmp(x, const(-1.0), "EQ"),
+                                      cmp(hlo("abs", t, y), const(np.inf), "EQ")))
+    return hlo("select", t, one, const(1.0), result)
+
+
+def _sign_bit(ctx: RuleContext, x, aval: ShapedArray):
+    """Whether float ``x`` has its sign bit set (-0.0 included): its bits, read as a signed
+    integer, are negative."""
+    int_aval = aval.update(dtype=np.dtype(f"i{aval.dtype.itemsize}"))
+    bits = hlo("bitcast_convert", tensor_type(int_aval, ctx.dynamic), x)
+    return _compare(ctx, bits, _splat(ctx, 0, int_aval, bits), "LT", int_aval)
+
+
+def _atan2_rule(ctx: RuleContext, y, x):
+    out = ctx.avals_out[0]
+    y, x = broadcast_to_result(ctx, [y, x], ctx.avals_in, out)
+    t = ctx.out_type()
+    if out.dtype.kind != "f" and out.dtype != bfloat16:
+        return hlo("atan2", t, y, x)
+    # IREE's atan2 is NaN for two zeros or two infinities and loses the sign of y when
+    # x = -inf. atan2(y, x) = copysign(atan2(|y|, x), y), with C's values for those cases.
+    bool_t = tensor_type(out.update(dtype=np.bool_), ctx.dynamic)
+
+    def const(v):
+        return _splat(ctx, v, out, x)
+
+    def both(a, b):
+        return hlo("and", bool_t, a, b)
+
+    def select(pred, a, b):
+        return hlo("select", t, pred, a, b)
+
+    abs_y, abs_x = hlo("abs", t, y), hlo("abs", t, x)
+    result = hlo("atan2", t, abs_y, x)
+    zeros = both(_compare(ctx, abs_y, const(0.0), "EQ", out),
+                 _compare(ctx, x, const(0.0), "EQ", out))
+    result = select(zeros, select(_sign_bit(ctx, x, out), const(np.pi), const(0.0)), result)
+    infs = both(_compare(ctx, abs_y, const(np.inf), "EQ", out),
+                _compare(ctx, abs_x, const(np.inf), "EQ", out))
+    at_inf = select(_compare(ctx, x, const(0.0), "GT", out), const(np.pi / 4), const(3 * np.pi / 4))
+    result = select(infs, at_inf, result)
+    return select(_sign_bit(ctx, y, out), hlo("negate", t, result), result)
+
+
+lowering_rules[P.pow_p] = _pow_rule
+lowering_rules[P.atan2_p] = _atan2_rule
 lowering_rules[P.max_p] = _max_min_rule("maximum", "or")
 lowering_rules[P.min_p] = _max_min_rule("minimum", "and")
 
@@ -494,7 +671,7 @@ lowering_rules[P.rem_p] = _div_rem_rule("remainder")
 
 
 def _compare_type(dtype: np.dtype) -> str:
-    if dtype.kind in "fc":
+    if P.kind(dtype) in "fc":
         return "FLOAT"
     if dtype.kind == "i":
         return "SIGNED"
@@ -574,6 +751,8 @@ def _transpose_rule(ctx: RuleContext, x, *, permutation):
 
 
 def _rev_rule(ctx: RuleContext, x, *, dimensions):
+    if not dimensions:  # IREE rejects a stablehlo.reverse of no dimensions
+        return x
     return hlo("reverse", ctx.out_type(), x, dimensions=i64_array(dimensions))
 
 
@@ -605,6 +784,8 @@ def _index_scalars(starts: Sequence, avals: Sequence[ShapedArray]) -> list:
 
 
 def _dynamic_slice_rule(ctx: RuleContext, x, *starts, slice_sizes):
+    if not starts:  # rank 0 (MLIR cannot even parse a stablehlo.dynamic_slice of no indices)
+        return x
     starts = _index_scalars(starts, ctx.avals_in[1:])
     if ctx.dynamic:
         ir = mlir()
@@ -625,12 +806,16 @@ def _dynamic_slice_rule(ctx: RuleContext, x, *starts, slice_sizes):
 
 
 def _dynamic_update_slice_rule(ctx: RuleContext, x, update, *starts):
+    if not starts:  # rank 0: the update is the result
+        return update
     starts = _index_scalars(starts, ctx.avals_in[2:])
     if not ctx.lowering.aliases_input(x):
         return _update_slice(ctx, x, update, starts)
     # Written out of place: place the update in a fresh tensor, mark where, and select.
     x_aval, u_aval = ctx.avals_in[0], ctx.avals_in[1]
-    placed = _update_slice(ctx, _splat(ctx, 0, x_aval, x), update, starts)
+    # The fill of `placed` must differ from the mask's False: IREE merges two equal dynamic
+    # splats and then performs both insertions into one buffer (wrong bool results eagerly).
+    placed = _update_slice(ctx, _splat(ctx, 1, x_aval, x), update, starts)
     bool_x, bool_u = x_aval.update(dtype=np.bool_), u_aval.update(dtype=np.bool_)
     where = _update_slice(ctx, _splat(ctx, False, bool_x, x), _splat(ctx, True, bool_u, update),
                           starts)
@@ -646,6 +831,8 @@ def _update_slice(ctx: RuleContext, x, update, starts):
         from iree.compiler.dialects import tensor
         i64, index = ir.IntegerType.get_signless(64), ir.IndexType.get()
         zero = i64_constant(0)
+        x_type = x.type
+        x, update = signless(x), signless(update)
         offsets, sizes = [], []
         for axis, start in enumerate(starts):
             s = op("tensor.extract", [i64], [start]).result
@@ -656,8 +843,8 @@ def _update_slice(ctx: RuleContext, x, update, starts):
         rank = len(starts)
         dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
         dyn_size = ir.ShapedType.get_dynamic_size()
-        return tensor.insert_slice(update, x, offsets, sizes, [], [dyn_offset] * rank,
-                                   [dyn_size] * rank, [1] * rank)
+        return bitcast_to(tensor.insert_slice(update, x, offsets, sizes, [], [dyn_offset] * rank,
+                                              [dyn_size] * rank, [1] * rank), x_type)
     return op("stablehlo.dynamic_update_slice", [x.type], [x, update, *starts]).result
 
 
@@ -695,6 +882,7 @@ def _dynamic_pad(ctx: RuleContext, x, padding_value, flat_config: Sequence):
     index = ir.IndexType.get()
     zero, one = i64_constant(0), i64_constant(1)
     rank = len(flat_config) // 3
+    x, padding_value = signless(x), signless(padding_value)
     full, offsets, sizes, strides, crop_lo, out_sizes = [], [], [], [], [], []
     for axis in range(rank):
         lo, hi, interior = flat_config[3 * axis: 3 * axis + 3]
@@ -713,7 +901,8 @@ def _dynamic_pad(ctx: RuleContext, x, padding_value, flat_config: Sequence):
     def as_index(values):
         return [op("arith.index_cast", [index], [v]).result for v in values]
 
-    filled_type = tensor_type(ctx.avals_out[0], True)
+    filled_type = ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size()] * rank,
+                                          ir.RankedTensorType(x.type).element_type)
     filled = op("stablehlo.dynamic_broadcast_in_dim", [filled_type],
                 [padding_value, shape_tensor(full)], {"broadcast_dimensions": i64_array([])}).result
     dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
@@ -721,8 +910,9 @@ def _dynamic_pad(ctx: RuleContext, x, padding_value, flat_config: Sequence):
     inserted = tensor.insert_slice(x, filled, as_index(offsets), as_index(sizes),
                                    as_index(strides), [dyn_offset] * rank, [dyn_size] * rank,
                                    [dyn_offset] * rank)
-    return tensor.extract_slice(ctx.out_type(), inserted, as_index(crop_lo), as_index(out_sizes),
-                                [], [dyn_offset] * rank, [dyn_size] * rank, [1] * rank)
+    cropped = tensor.extract_slice(filled_type, inserted, as_index(crop_lo), as_index(out_sizes),
+                                   [], [dyn_offset] * rank, [dyn_size] * rank, [1] * rank)
+    return bitcast_to(cropped, ctx.out_type())
 
 
 def _iota_rule(ctx: RuleContext, *, dtype, shape, dimension):

@@ -12,10 +12,18 @@ from typing import Sequence
 
 import numpy as np
 
+from pyree.dtypes import bfloat16
+
 from .ir import ShapedArray
 from .trace import Primitive, abstract_eval_rules
 
 _BOOL = np.dtype(np.bool_)
+_BF16 = np.dtype(bfloat16)
+
+
+def kind(dtype: np.dtype) -> str:
+    """NumPy's kind letter of ``dtype``, with bfloat16 (kind "V" in ml_dtypes) a float."""
+    return "f" if dtype == _BF16 else dtype.kind
 
 
 def _kind_name(dtype: np.dtype) -> str:
@@ -23,7 +31,7 @@ def _kind_name(dtype: np.dtype) -> str:
 
 
 def _check_kinds(name: str, aval: ShapedArray, kinds: str, what: str) -> None:
-    if aval.dtype.kind not in kinds:
+    if kind(aval.dtype) not in kinds:
         raise TypeError(f"{name} does not accept dtype {_kind_name(aval.dtype)}; it takes {what}")
 
 
@@ -345,7 +353,7 @@ iota_p = Primitive("iota")
 def _iota_rule(*, dtype: np.dtype, shape: tuple, dimension: int) -> ShapedArray:
     if not 0 <= dimension < len(shape):
         raise TypeError(f"iota dimension {dimension} is out of range for shape {shape}")
-    if np.dtype(dtype).kind not in "iuf":
+    if kind(np.dtype(dtype)) not in "iuf":
         raise TypeError(f"iota needs an integer or floating-point dtype, got {dtype}")
     return ShapedArray(shape, dtype, False)
 

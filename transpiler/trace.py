@@ -7,6 +7,7 @@ active the primitive runs eagerly on the device.
 """
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any, Callable, Optional, Sequence
 
@@ -16,7 +17,7 @@ from pyree import dtypes
 from pyree.errors import (ConcretizationTypeError, TracerArrayConversionError,
                           TracerBoolConversionError, TracerIntegerConversionError,
                           UnexpectedTracerError)
-from pyree.runtime.array import Array
+from pyree.runtime.array import Array, immutable_update_message
 
 from .ir import IR, Atom, ClosedIR, Eqn, Literal, ShapedArray, Var
 from .source import SourceLoc, user_loc, where
@@ -126,9 +127,7 @@ class Tracer:
             "Use pyree.numpy instead of numpy inside jitted functions.")
 
     def __setitem__(self, index, value) -> None:
-        raise TypeError(
-            "pyree arrays are immutable: x[idx] = y is not supported here. "
-            f"Write x = x.at[idx].set(y) instead.{where(None)}")
+        raise TypeError(immutable_update_message(index, value, sys._getframe(1)) + where(None))
 
     __hash__ = None
 
@@ -249,13 +248,13 @@ def get_aval(x: Any) -> ShapedArray:
     """The abstract value of anything that can be an operand."""
     if isinstance(x, (Tracer, Array, TypedScalar)):
         return x.aval
+    if isinstance(x, (np.ndarray, np.generic)):  # before scalars: np.float64 is a float
+        return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
     if isinstance(x, _SCALAR_TYPES):
         dtype = dtypes.python_scalar_dtype(x)
         if isinstance(x, int) and not isinstance(x, bool):
             _check_int_range(x, dtype)
         return ShapedArray((), dtype, not isinstance(x, bool))
-    if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
     if isinstance(x, (list, tuple)):
         raise TypeError(
             f"a Python {type(x).__name__} is not an array: pyree, like JAX, does not turn lists "

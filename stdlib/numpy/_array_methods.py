@@ -61,6 +61,12 @@ def _iter(self: Any):
         yield _indexing.getitem(self, i)
 
 
+def _operator_round(self: Any, ndigits: Any = None) -> Any:
+    """``round(x)`` gives integers, like Python's ``round`` of a float (and JAX's)."""
+    out = _ufuncs.round(self, ndigits or 0)
+    return out if ndigits is not None else convert(out, requested_dtype(int))
+
+
 def _divmod(self: Any, other: Any) -> Any:
     return _ufuncs.floor_divide(self, other), _ufuncs.remainder(self, other)
 
@@ -91,8 +97,7 @@ _METHODS: dict[str, Any] = {
     "__lt__": _binary(_ufuncs.less), "__le__": _binary(_ufuncs.less_equal),
     "__gt__": _binary(_ufuncs.greater), "__ge__": _binary(_ufuncs.greater_equal),
     "__neg__": _ufuncs.negative, "__pos__": _ufuncs.positive, "__abs__": _ufuncs.absolute,
-    "__invert__": _ufuncs.invert, "__round__": lambda self, ndigits=None: _ufuncs.round(
-        self, ndigits or 0),
+    "__invert__": _ufuncs.invert, "__round__": _operator_round,
     "__getitem__": _indexing.getitem,
     "at": property(_indexing._IndexUpdateHelper, doc="Functional updates: x.at[i].set(v)."),
     "T": property(lambda self: _shape.transpose(self), doc="The transpose."),

@@ -281,7 +281,10 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     if endpoint and num > 1:
         # The last value is exactly `stop`, not start + (num-1) * step.
         from ._indexing import getitem
-        last = expand_dims(stop_a, 0) if bshape else lax.reshape(stop_a, (1,))
+        from ._util import broadcast_to_shape
+        # stop may be a scalar while start is not: broadcast it to the values' row shape.
+        last = expand_dims(broadcast_to_shape(stop_a, tuple(bshape)), 0) if bshape else \
+            lax.reshape(stop_a, (1,))
         values = concatenate([getitem(values, slice(0, num - 1)),
                               lax.convert_element_type(last, compute)], axis=0)
     if bshape and axis != 0:

@@ -148,13 +148,18 @@ def getitem(x: Any, index: Any) -> Any:
     """
     aval = get_aval(x)
     axes, new_axes = _parse(aval.shape, index)
+    # Reverse the whole operand first, then cut the box out of it: under jit IREE fails to
+    # compile some reverses of slices (LLVM translation of an unrealized_conversion_cast), e.g.
+    # lax.rev(x[2:9:3], (0,)) or lax.rev(m[:, :, 1:2], (0,)).
+    reversed_axes = tuple(i for i, a in enumerate(axes) if a.step < 0 and a.count > 1)
+    if reversed_axes:
+        x = lax.rev(x, reversed_axes)
+        axes = [_Axis(aval.shape[i] - a.start - a.span, a.count, -a.step, a.dynamic, a.keep)
+                if i in reversed_axes else a for i, a in enumerate(axes)]
     y = _box(x, axes)
     if any(abs(a.step) > 1 for a in axes):
         span = [a.span for a in axes]
         y = lax.slice(y, [0] * len(axes), span, [abs(a.step) for a in axes])
-    reversed_axes = tuple(i for i, a in enumerate(axes) if a.step < 0 and a.count > 1)
-    if reversed_axes:
-        y = lax.rev(y, reversed_axes)
     shape = [a.count for a in axes if a.keep]
     for pos in new_axes:
         shape.insert(pos, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyree import lax
+from pyree.transpiler.source import where
 from pyree.transpiler.trace import get_aval
 
 from ._util import broadcast_shapes, broadcast_to_shape, check_arraylike, promote_dtypes
@@ -50,7 +51,7 @@ def matmul(a: Any, b: Any, precision: Any = None, preferred_element_type: Any = 
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if a_shape[-1] != b_shape[-2]:
         raise TypeError(f"matmul: contracting dimensions differ: shapes {get_aval(a).shape} and "
-                        f"{get_aval(b).shape} ({a_shape[-1]} != {b_shape[-2]})")
+                        f"{get_aval(b).shape} ({a_shape[-1]} != {b_shape[-2]}){where(None)}")
     batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
     nb = len(batch)
     if batch:

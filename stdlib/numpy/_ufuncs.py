@@ -378,11 +378,12 @@ def round(x: Any, decimals: int = 0) -> Any:
     if dtype.kind in "biu":
         if decimals >= 0:
             return x
-        factor = typed_scalar(10 ** (-decimals), dtype)
+        # Weakly typed factors: the result keeps the weak type of x.
+        factor = typed_scalar(10 ** (-decimals), dtype, weak_type=True)
         return multiply(convert(round(true_divide(x, factor)), dtype), factor)
     if decimals == 0:
         return P.round_p.bind(x, rounding_method=1)
-    factor = typed_scalar(10.0 ** decimals, dtype)
+    factor = typed_scalar(10.0 ** decimals, dtype, weak_type=True)
     scaled = P.round_p.bind(P.mul_p.bind(x, factor), rounding_method=1)
     return P.div_p.bind(scaled, factor)
 
