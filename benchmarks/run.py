@@ -32,7 +32,7 @@ import pyree
 import pyree.numpy as pjnp
 
 
-def per_call(fn, min_time: float = 0.05) -> float:
+def per_call(fn, min_time: float = 0.1) -> float:
     """Seconds per call of ``fn``, over enough calls to last ``min_time``."""
     fn()
     n = 1
@@ -49,9 +49,8 @@ def per_call(fn, min_time: float = 0.05) -> float:
 def compare(contestants: dict, rounds: int) -> dict:
     """Median over rounds of each contestant's time per call, contestants interleaved."""
     samples = {name: [] for name in contestants}
-    for fn in contestants.values():  # warm up: compile, allocate
-        for _ in range(3):
-            fn()
+    for fn in contestants.values():  # warm up: compile, fill allocator caches, wake threads
+        per_call(fn, min_time=0.3)
     for _ in range(rounds):
         for name, fn in contestants.items():
             samples[name].append(per_call(fn))
