@@ -140,7 +140,9 @@ class Device:
                         raise RuntimeError(
                             f"pyree could not open IREE driver {driver!r} for platform "
                             f"{self.platform!r}: {e}") from None
-                    self._hal_modules[driver] = rt.create_hal_module(vm_instance(), hal)
+                    from .callbacks import debug_sink
+                    self._hal_modules[driver] = rt.create_hal_module(
+                        vm_instance(), hal, debug_sink=debug_sink())
                     self._hal[driver] = hal
         return hal
 

@@ -91,12 +91,13 @@ class Executable:
         return bound
 
     def __call__(self, args: Sequence[Array], ints: Sequence[int] = (), work: int | None = None,
-                 out_avals: Sequence[ShapedArray] | None = None) -> list[Array]:
+                 out_avals: Sequence[ShapedArray] | None = None,
+                 wait: bool = False) -> list[Array]:
         """Queue a call; returns the output Arrays at once (they may still be computing).
 
         ``ints`` are trailing i64 arguments; ``work`` overrides the size estimate that picks the
         driver and ``out_avals`` the output types (both vary per call in shape-polymorphic
-        modules)."""
+        modules); ``wait`` returns only once the call has finished."""
         if work is None:
             bound = self._default
             if bound is None:
@@ -141,6 +142,9 @@ class Executable:
             if inline:  # the timeline may be left failed or behind: start a fresh one
                 _inline.semaphores.pop(hal, None)
             raise
+        if wait and fence is not None:
+            fence.wait()
+            fence = None
         device = self.device
         new = Array.__new__
         results = []

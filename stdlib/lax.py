@@ -316,3 +316,6 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     else:
         value = convert_element_type(fill_value, dtype, weak)
     return broadcast_in_dim(value, shape, ())
+
+
+from ._lax_control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402

@@ -21,6 +21,7 @@ import operator
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 __all__ = [
+    "leaf_paths",
     "PyTreeDef", "Partial", "all_leaves", "register_dataclass", "register_pytree_node",
     "register_pytree_node_class", "tree_all", "tree_flatten", "tree_leaves", "tree_map",
     "tree_reduce", "tree_structure", "tree_unflatten", "treedef_children", "treedef_is_leaf",
@@ -396,6 +397,36 @@ def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
     """True for the structure of a single leaf. Example: ``treedef_is_leaf(tree_structure(1))``."""
     return treedef[0] is None
+
+
+def leaf_paths(treedef: PyTreeDef) -> list[str]:
+    """Readable paths of a structure's leaves, for error messages.
+
+    Example: ``leaf_paths(tree_structure({"w": 1, "b": (2, 3)}))`` is
+    ``["['b'][0]", "['b'][1]", "['w']"]``; a lone leaf's path is ``""``.
+    """
+    paths: list[str] = []
+
+    def walk(td: PyTreeDef, path: str) -> None:
+        node_type, aux, children, _ = td
+        if node_type is None:
+            paths.append(path)
+            return
+        if node_type is dict or node_type is _OrderedDict:
+            names = [f"[{k!r}]" for k in aux]
+        elif node_type is _defaultdict:
+            names = [f"[{k!r}]" for k in aux[1]]
+        elif node_type is tuple or node_type is list:
+            names = [f"[{i}]" for i in range(len(children))]
+        elif hasattr(node_type, "_fields") and node_type not in _CUSTOM_NODES:
+            names = [f".{f}" for f in node_type._fields]
+        else:
+            names = [f"[<{i}>]" for i in range(len(children))]
+        for name, child in zip(names, children):
+            walk(child, path + name)
+
+    walk(treedef, "")
+    return paths
 
 
 def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:

@@ -129,6 +129,8 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     avals_in = [a.aval for a in arrays]
     avals_out = abstract_eval(primitive, avals_in, params, user_loc(3))
 
+    if primitive.name in _STATIC_ONLY:
+        return _apply_static(primitive, arrays, avals_out, params)
     if primitive is P.reshape_p:
         return [view(arrays[0], avals_out[0])]
     if primitive is P.convert_element_type_p and avals_in[0].dtype == avals_out[0].dtype:
@@ -153,6 +155,32 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     kernel = _kernel(primitive, avals_in, avals_out, params, dyn_counts)
     work = EAGER_WORK_PER_ELEMENT * max([a.size for a in avals_in] + [a.size for a in avals_out] + [1])
     return kernel(arrays, ints, work=work, out_avals=avals_out)
+
+
+# Primitives with regions run eagerly as a one-equation program of static shapes (their bodies
+# are arbitrary programs: no shape-polymorphic kernel can be prepared for them).
+_STATIC_ONLY = frozenset({"cond", "while", "scan"})
+_static_programs: dict[str, Executable] = {}
+
+
+def _apply_static(primitive, arrays: list, avals_out: list, params: dict) -> list[Array]:
+    from .ir import IR, ClosedIR, Eqn, Var
+    from .lower import lower_closed_ir
+
+    in_vars = [Var(a.aval) for a in arrays]
+    out_vars = [Var(a) for a in avals_out]
+    closed = ClosedIR(IR([], in_vars, [Eqn(primitive, in_vars, params, out_vars, None)], out_vars),
+                      [])
+    module = lower_closed_ir(closed)
+    exe = _static_programs.get(module.text_without_locations)
+    if exe is None:
+        device = default_device()
+        vmfb = rcompile.compile_mlir(
+            module.text, device.target_flags + rcompile.CPU_FLAGS + rcompile.ASYNC_FLAGS,
+            cache_text=module.text_without_locations)
+        exe = _static_programs.setdefault(module.text_without_locations,
+                                          Executable(vmfb, module.function, device, avals_out))
+    return exe(arrays)
 
 
 def _apply_elementwise(primitive, arrays, avals_in, avals_out, params) -> list[Array]:

@@ -104,12 +104,14 @@ class IR:
 class ClosedIR:
     """An IR together with the values of its ``const_vars``."""
 
-    __slots__ = ("ir", "consts")
+    __slots__ = ("ir", "consts", "has_token")
 
-    def __init__(self, ir: IR, consts: Sequence[Any]) -> None:
+    def __init__(self, ir: IR, consts: Sequence[Any], has_token: bool = False) -> None:
         assert len(ir.const_vars) == len(consts)
         self.ir = ir
         self.consts = list(consts)
+        # The last input is a per-call token that runtime checks (asserts) report against.
+        self.has_token = has_token
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -181,16 +183,20 @@ def pretty_print(ir: IR, indent: int = 0, name: Optional[_Namer] = None) -> str:
     lines = [f"{pad}{{ lambda {consts}{' ' if consts else ''}; {ins}. let"]
     for eqn in ir.eqns:
         outs = " ".join(decl(v) for v in eqn.outputs) or "_"
-        regions = {k: v for k, v in eqn.params.items() if isinstance(v, (IR, ClosedIR))}
+        regions = {k: v for k, v in eqn.params.items() if isinstance(v, (IR, ClosedIR)) or (
+            isinstance(v, tuple) and v and all(isinstance(r, (IR, ClosedIR)) for r in v))}
         simple = {k: v for k, v in eqn.params.items() if k not in regions}
         params = ", ".join(f"{k}={_param_text(v)}" for k, v in simple.items())
         params = f"[{params}]" if params else ""
         args = " ".join(_atom_text(a, name) for a in eqn.inputs)
         lines.append(f"{pad}    {outs} = {eqn.primitive.name}{params} {args}".rstrip())
-        for key, region in regions.items():
-            sub = region.ir if isinstance(region, ClosedIR) else region
-            lines.append(f"{pad}      {key}=")
-            lines.append(pretty_print(sub, indent + 8, name))
+        for key, value in regions.items():
+            named = [(f"{key}[{i}]", r) for i, r in enumerate(value)] \
+                if isinstance(value, tuple) else [(key, value)]
+            for label, region in named:
+                sub = region.ir if isinstance(region, ClosedIR) else region
+                lines.append(f"{pad}      {label}=")
+                lines.append(pretty_print(sub, indent + 8, name))
     outs = ", ".join(_atom_text(a, name) for a in ir.outs)
     trailing = "," if len(ir.outs) == 1 else ""
     lines.append(f"{pad}  in ({outs}{trailing}) }}")

@@ -21,7 +21,10 @@ from pyree.runtime.array import Array, device_put_numpy
 from pyree.runtime.device import Device, default_device
 from pyree.runtime.executable import Executable
 
+from . import checks, control_flow  # noqa: F401 (their lowering rules must be registered)
 from . import primitives as P
+from .convert import converted
+from .operators import Undefined
 from .eager import to_array
 from .ir import ClosedIR, ShapedArray
 from .lower import LoweredModule, lower_closed_ir
@@ -77,9 +80,21 @@ class _Compiled:
         self.single_output = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
 
     def run(self, arrays: list) -> Any:
+        if self.closed.has_token:
+            return self._run_checked(arrays)
         outs = self.executable(self.consts + arrays if self.consts else arrays)
         if self.single_output:
             return outs[0]
+        return tree_util.tree_unflatten(self.out_tree, outs)
+
+    def _run_checked(self, arrays: list) -> Any:
+        """A program with runtime checks: pass a fresh token, wait, raise what failed."""
+        token = checks.next_token()
+        token_array = device_put_numpy(np.asarray(token, np.int32), self.executable.device)
+        outs = self.executable(self.consts + arrays + [token_array], wait=True)
+        failed = checks.pop_failures(token)
+        if failed:
+            raise AssertionError(failed[0])
         return tree_util.tree_unflatten(self.out_tree, outs)
 
 
@@ -209,7 +224,7 @@ class JitFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _state.builders:
             # Inside another trace: inline this function's body into it.
-            return self._fun(*args, **kwargs)
+            return converted(self._fun)(*args, **kwargs)
         if not kwargs and self._simple:
             avals = []
             for a in args:
@@ -247,9 +262,11 @@ class JitFunction:
         def flat_fun(*tracers):
             dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(tracers))
             args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
-            out = self._fun(*args, **kwargs)
+            out = converted(self._fun)(*args, **kwargs)
             out_leaves, out_tree = tree_util.tree_flatten(out)
             for leaf in out_leaves:
+                if isinstance(leaf, Undefined):
+                    leaf.fail()
                 if not isinstance(leaf, (Tracer, Array, np.ndarray, np.generic) + _SCALARS):
                     raise TypeError(
                         f"jitted function {getattr(self._fun, '__name__', '?')} returned a value "

@@ -103,7 +103,7 @@ class Tracer:
             f"is only known when the compiled program runs.{where(None)}\n"
             "Ways out: compute both sides and choose with pyree.numpy.where(cond, a, b) when "
             "the choice depends on data, or pass the argument as static "
-            "(jit(..., static_argnums=...)) when it is a Python setting.")
+            "(jit(..., static_argnums=...)) when it is a Python setting." + _unconverted_note())
 
     def __int__(self) -> int:
         raise TracerIntegerConversionError(
@@ -132,16 +132,62 @@ class Tracer:
     __hash__ = None
 
 
-class IRBuilder:
-    """Collects the equations of one function (or region) being traced."""
+# Primitives with effects beyond their results (printing, runtime checks): never removed.
+effectful_primitives: set = set()
 
-    def __init__(self) -> None:
+
+def has_effects(eqns: Sequence[Eqn]) -> bool:
+    """Whether any equation, or any region inside one, has effects."""
+    for eqn in eqns:
+        if eqn.primitive in effectful_primitives:
+            return True
+        for value in eqn.params.values():
+            regions = value if isinstance(value, tuple) else (value,)
+            for region in regions:
+                if isinstance(region, (IR, ClosedIR)):
+                    inner = region.ir if isinstance(region, ClosedIR) else region
+                    if has_effects(inner.eqns):
+                        return True
+    return False
+
+
+def _unconverted_note() -> str:
+    """Why the user's function at hand was not converted (pyree converts `if`/`while` on
+    traced values in the functions it can read), or ''."""
+    from . import convert
+    loc = user_loc(3)
+    frame = sys._getframe(2)
+    while frame is not None and loc is not None and frame.f_code.co_filename != loc.filename:
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    code = frame.f_code
+    reason = convert.unconverted_reason(code)
+    if reason is None:
+        if code in convert._converted_codes:
+            return ("\n(pyree converted this function, but this use of the value is not a "
+                    "statement it converts: an `if`/`while`/`for`, `and`/`or`/`not`, a "
+                    "conditional expression or `assert`.)")
+        return ""
+    return (f"\npyree did not convert `{code.co_name}` into structured control flow because "
+            f"{reason}.")
+
+
+class IRBuilder:
+    """Collects the equations of one function (or region) being traced.
+
+    A ``top_level`` builder traces a whole program (not a region): runtime checks may add a
+    per-call token input to it."""
+
+    def __init__(self, top_level: bool = False) -> None:
         self.in_vars: list[Var] = []
         self.eqns: list[Eqn] = []
         self.const_vars: list[Var] = []
         self.const_values: list[Any] = []
         self._const_ids: dict[int, Var] = {}
         self.active = True
+        self.top_level = top_level
+        self.check_token: Optional[Tracer] = None
 
     def new_input(self, aval: ShapedArray) -> Tracer:
         var = Var(aval)
@@ -184,11 +230,19 @@ class IRBuilder:
         return [Tracer(self, v) for v in outs]
 
     def finish(self, outputs: Sequence[Any]) -> ClosedIR:
-        """Close the trace; ``outputs`` may be tracers, arrays or Python scalars."""
+        """Close the trace; ``outputs`` may be tracers, arrays or Python scalars. Equations
+        whose results are unused (and have no effects) are dropped."""
         outs = [self.atom(x) for x in outputs]
         self.active = False
-        ir = IR(self.const_vars, self.in_vars, self.eqns, outs)
-        return ClosedIR(ir, self.const_values)
+        live = {id(a) for a in outs if isinstance(a, Var)}
+        kept = []
+        for eqn in reversed(self.eqns):
+            if any(id(v) in live for v in eqn.outputs) or has_effects([eqn]):
+                kept.append(eqn)
+                live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+        kept.reverse()
+        ir = IR(self.const_vars, self.in_vars, kept, outs)
+        return ClosedIR(ir, self.const_values, has_token=self.check_token is not None)
 
 
 class _TraceState(threading.local):
@@ -295,7 +349,7 @@ def bind(primitive: Primitive, args: Sequence[Any], params: dict) -> list[Any]:
 
 def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray]) -> ClosedIR:
     """Trace ``fun(*tracers)`` (flat arguments, flat list of results) into a ClosedIR."""
-    builder = IRBuilder()
+    builder = IRBuilder(top_level=True)
     with tracing(builder):
         args = [builder.new_input(a) for a in in_avals]
         outs = fun(*args)
