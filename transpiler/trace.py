@@ -347,9 +347,11 @@ def bind(primitive: Primitive, args: Sequence[Any], params: dict) -> list[Any]:
     return builder.add_eqn(primitive, inputs, params, out_avals, loc)
 
 
-def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray]) -> ClosedIR:
-    """Trace ``fun(*tracers)`` (flat arguments, flat list of results) into a ClosedIR."""
-    builder = IRBuilder(top_level=True)
+def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], top_level: bool = True
+                ) -> ClosedIR:
+    """Trace ``fun(*tracers)`` (flat arguments, flat list of results) into a ClosedIR.
+    ``top_level``: the IR is a whole program (not a piece a transformation will re-emit)."""
+    builder = IRBuilder(top_level=top_level)
     with tracing(builder):
         args = [builder.new_input(a) for a in in_avals]
         outs = fun(*args)

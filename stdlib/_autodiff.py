@@ -1,0 +1,416 @@
+"""``grad`` and friends, with JAX's signatures, on the IR transformations of transpiler/ad.py.
+
+The function is traced to IR (converted by the transpiler, so Python control flow is fine),
+then differentiated symbolically: forward mode by the JVP interpreter, reverse mode by
+transposing the linear part of the JVP. Outside ``jit`` the derivative runs eagerly; inside, it
+is traced into the enclosing program.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from pyree import tree_util
+from pyree.transpiler import ad, ad_rules, control_flow_ad  # noqa: F401 (registers rules)
+from pyree.transpiler.ir import ClosedIR, ShapedArray
+from pyree.transpiler.source import where
+from pyree.transpiler.trace import TypedScalar, get_aval, trace_to_ir
+
+def _converted(fun: Callable) -> Callable:
+    from pyree.transpiler.convert import converted
+    return converted(fun)
+
+
+def _trace(fun: Callable, flat_args: Sequence[Any], in_tree, has_aux: bool = False
+           ) -> tuple[ClosedIR, Any, Any]:
+    """Trace ``fun`` on the flattened arguments: (IR, output tree, aux)."""
+    from pyree.transpiler.convert import converted
+    fn = converted(fun)
+    box: dict = {}
+
+    def flat_fun(*xs):
+        args = tree_util.tree_unflatten(in_tree, list(xs))
+        out = fn(*args)
+        if has_aux:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise TypeError(f"has_aux=True: the function must return a pair (output, aux), "
+                                f"got {type(out).__name__}{where(None)}")
+            out, box["aux"] = out
+        leaves, box["tree"] = tree_util.tree_flatten(out)
+        return leaves
+
+    avals = [get_aval(x) for x in flat_args]
+    closed = trace_to_ir(flat_fun, avals, top_level=False)
+    return closed, box["tree"], box.get("aux")
+
+
+def _flatten_args(args: Any, what: str) -> tuple[list, Any]:
+    leaves, tree = tree_util.tree_flatten(args)
+    for leaf in leaves:
+        try:
+            get_aval(leaf)
+        except TypeError:
+            raise TypeError(f"{what} must be arrays, scalars or pytrees of them; got a "
+                            f"{type(leaf).__name__}{where(None)}") from None
+    return leaves, tree
+
+
+def _check_float_inputs(leaves: Sequence[Any], name: str, allow_int: bool) -> None:
+    if allow_int:
+        return
+    for leaf in leaves:
+        aval = get_aval(leaf)
+        if not ad.is_differentiable(aval):
+            raise TypeError(
+                f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                f"sub-dtype of np.inexact), but got {aval.dtype.name}. If you want to use "
+                f"Boolean- or integer-valued inputs, use vjp or set allow_int to True."
+                f"{where(None)}")
+
+
+def _zeros_for(leaf: Any) -> Any:
+    from pyree import lax
+    aval = get_aval(leaf)
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+# -- forward mode ------------------------------------------------------------------------------------
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> Any:
+    """Evaluate ``fun`` and its directional derivative: ``(fun(*primals), J @ tangents)``.
+
+    Example::
+
+        y, dy = pyree.jvp(jnp.sin, (x,), (jnp.ones_like(x),))   # dy == cos(x)
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp's primals and tangents must be tuples (or lists) of arguments")
+    p_leaves, p_tree = _flatten_args(tuple(primals), "jvp primals")
+    t_leaves, t_tree = _flatten_args(tuple(tangents), "jvp tangents")
+    if p_tree != t_tree:
+        raise TypeError(f"primal and tangent arguments to jvp must have the same tree structure;"
+                        f" primals have {p_tree}, tangents have {t_tree}{where(None)}")
+    for p, t in zip(p_leaves, t_leaves):
+        pa, ta = get_aval(p), get_aval(t)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp called with different primal and tangent shapes: "
+                             f"{pa.str_short()} and {ta.str_short()}{where(None)}")
+        if ad.is_differentiable(pa) and pa.dtype != ta.dtype:
+            raise TypeError(f"primal and tangent arguments to jvp do not match; dtypes must be "
+                            f"equal: {pa.dtype.name} and {ta.dtype.name}{where(None)}")
+    closed, out_tree, aux = _trace(lambda *a: fun(*a), p_leaves, p_tree, has_aux)
+    ts = [t if ad.is_differentiable(get_aval(p)) else ad.Zero(get_aval(p))
+          for p, t in zip(p_leaves, t_leaves)]
+    outs, touts = ad.jvp_eval(closed, p_leaves, ts)
+    touts = [ad.instantiate(t) if ad.is_differentiable(get_aval(o)) or not isinstance(t, ad.Zero)
+             else _zeros_for(o) for o, t in zip(outs, touts)]
+    result = (tree_util.tree_unflatten(out_tree, _materialize(outs)),
+              tree_util.tree_unflatten(out_tree, touts))
+    return result + (aux,) if has_aux else result
+
+
+def _materialize(values: Sequence[Any]) -> list:
+    from pyree import lax
+    return [lax.broadcast_in_dim(v, (), ()) if isinstance(v, TypedScalar) else v
+            for v in values]
+
+
+def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
+    """``fun(*primals)`` and its linear approximation as a function of tangents.
+
+    Example::
+
+        y, f_jvp = pyree.linearize(jnp.sin, x)
+        f_jvp(jnp.ones_like(x))          # cos(x)
+    """
+    p_leaves, p_tree = _flatten_args(primals, "linearize primals")
+    closed, out_tree, _ = _trace(fun, p_leaves, p_tree)
+    nonzero = [ad.is_differentiable(get_aval(p)) for p in p_leaves]
+    lin, out_nonzero = ad.linearize_closed(closed, nonzero)
+    env = ad.forward_pass(lin, p_leaves)
+    outs = _materialize([ad.read_env(env, a) for a in lin.primal_out])
+
+    def f_jvp(*tangents: Any) -> Any:
+        t_leaves, t_tree = _flatten_args(tangents, "linearized function's tangents")
+        if t_tree != p_tree:
+            raise TypeError(f"expected tangents with structure {p_tree}, got {t_tree}")
+        ts = [t for t, nz in zip(t_leaves, nonzero) if nz]
+        touts = iter(ad.linear_eval(lin, env, ts))
+        full = [next(touts) if ad.is_differentiable(get_aval(o)) else _zeros_for(o) for o in outs]
+        return tree_util.tree_unflatten(out_tree, full)
+
+    return tree_util.tree_unflatten(out_tree, outs), f_jvp
+
+
+# -- reverse mode ------------------------------------------------------------------------------------
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
+    """``fun(*primals)`` and a function mapping output cotangents to input cotangents.
+
+    Example::
+
+        y, f_vjp = pyree.vjp(lambda x: (x ** 2).sum(), x)
+        (g,) = f_vjp(1.0)                # 2 * x
+    """
+    p_leaves, p_tree = _flatten_args(primals, "vjp primals")
+    closed, out_tree, aux = _trace(fun, p_leaves, p_tree, has_aux)
+    nonzero = [ad.is_differentiable(get_aval(p)) for p in p_leaves]
+    lin, _ = ad.linearize_closed(closed, nonzero)
+    env = ad.forward_pass(lin, p_leaves)
+    outs = _materialize([ad.read_env(env, a) for a in lin.primal_out])
+    out_avals = [get_aval(o) for o in outs]
+
+    def f_vjp(cotangents: Any) -> tuple:
+        ct_leaves, ct_tree = tree_util.tree_flatten(cotangents)
+        if ct_tree != out_tree:
+            raise TypeError(f"the cotangent must have the output's structure {out_tree}, got "
+                            f"{ct_tree}{where(None)}")
+        cts = []
+        for ct, aval in zip(ct_leaves, out_avals):
+            ct_aval = get_aval(ct)
+            if ct_aval.shape != aval.shape:
+                raise ValueError(f"the cotangent has shape {ct_aval.shape} but the output has "
+                                 f"shape {aval.shape}{where(None)}")
+            if ad.is_differentiable(aval):  # non-differentiable outputs have no tangent
+                cts.append(_cast(ct, aval.dtype))
+        in_cts = ad.backward_pass(lin, env, cts)
+        it = iter(in_cts)
+        result = []
+        for p, nz in zip(p_leaves, nonzero):
+            ct = next(it) if nz else None
+            result.append(ad.instantiate(ct) if ct is not None else _zeros_for(p))
+        return tree_util.tree_unflatten(p_tree, _materialize(result))
+
+    result = (tree_util.tree_unflatten(out_tree, outs), f_vjp)
+    return result + (aux,) if has_aux else result
+
+
+def _cast(x: Any, dtype: np.dtype) -> Any:
+    from pyree.numpy._util import convert
+    aval = get_aval(x)
+    if aval.dtype == dtype and not isinstance(x, (int, float, complex, np.generic)):
+        return x
+    return convert(x, dtype)
+
+
+def _argnums(argnums: Union[int, Sequence[int]]) -> tuple[tuple[int, ...], bool]:
+    if isinstance(argnums, int):
+        return (argnums,), True
+    return tuple(operator.index(a) for a in argnums), False
+
+
+def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """A function returning ``(fun(*args), gradient of fun at args)``; ``fun`` must return a
+    real scalar.
+
+    Example::
+
+        loss, grads = pyree.value_and_grad(loss_fn)(params, batch)
+    """
+    nums, single = _argnums(argnums)
+
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args: Any, **kwargs: Any) -> Any:
+        if max(nums, default=-1) >= len(args):
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
+                            f"least {max(nums) + 1} positional arguments, got {len(args)}")
+        diff_args = [args[i] for i in nums]
+        leaves, _ = _flatten_args(tuple(diff_args), "differentiated arguments")
+        _check_float_inputs(leaves, "grad", allow_int)
+
+        fun_converted = _converted(fun)
+
+        def partial_fun(*dyn: Any) -> Any:
+            full = list(args)
+            for i, v in zip(nums, dyn):
+                full[i] = v
+            return fun_converted(*full, **kwargs)
+
+        if has_aux:
+            ans, f_vjp, aux = vjp(partial_fun, *diff_args, has_aux=True)
+        else:
+            ans, f_vjp = vjp(partial_fun, *diff_args)
+        aval = get_aval(ans) if not isinstance(ans, (tuple, list, dict)) else None
+        if aval is None or aval.shape != ():
+            shape = aval.shape if aval is not None else type(ans).__name__
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
+                            f"shape: {shape}{where(None)}")
+        if not ad.is_differentiable(aval):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype "
+                            f"of np.floating), but got {aval.dtype.name}{where(None)}")
+        from pyree import lax
+        grads = f_vjp(lax.full((), 1, aval.dtype))
+        g = grads[0] if single else tuple(grads)
+        return ((ans, aux), g) if has_aux else (ans, g)
+
+    return value_and_grad_fun
+
+
+def grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """The gradient of a real scalar function, with respect to argument ``argnums``.
+
+    Example::
+
+        df = pyree.grad(lambda x: jnp.sin(x) * x)
+        df(1.0)                          # cos(1) + sin(1)
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def grad_fun(*args: Any, **kwargs: Any) -> Any:
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
+
+    return grad_fun
+
+
+# -- Jacobians ---------------------------------------------------------------------------------------
+
+def _basis(aval: ShapedArray) -> list:
+    """One-hot arrays of ``aval``'s shape, one per element (row-major order)."""
+    from pyree import lax
+    import pyree.numpy as jnp
+    n = aval.size
+    eye = jnp.eye(n, dtype=aval.dtype)
+    return [lax.reshape(eye[i], aval.shape) for i in range(n)]
+
+
+def _stack_elements(parts: list, shape: tuple) -> Any:
+    """Stack per-element results (each of shape S) into an array of ``shape + S``."""
+    import pyree.numpy as jnp
+    from pyree import lax
+    if not parts:
+        return None
+    stacked = jnp.stack(parts) if parts else None
+    inner = get_aval(parts[0]).shape
+    return lax.reshape(stacked, tuple(shape) + inner)
+
+
+def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """The Jacobian of ``fun`` by forward mode (one JVP per input element); output dimensions
+    first, then input dimensions.
+
+    Example::
+
+        pyree.jacfwd(lambda x: x ** 2)(jnp.arange(3.0))   # diag(2 * x)
+    """
+    nums, single = _argnums(argnums)
+
+    def jac_fun(*args: Any, **kwargs: Any) -> Any:
+        diff = [args[i] for i in nums]
+        d_leaves, d_tree = _flatten_args(tuple(diff), "jacfwd arguments")
+        _check_float_inputs(d_leaves, "jacfwd", False)
+
+        fun_converted = _converted(fun)
+
+        def partial_fun(*dyn: Any) -> Any:
+            full = list(args)
+            for i, v in zip(nums, dyn):
+                full[i] = v
+            return fun_converted(*full, **kwargs)
+
+        closed, out_tree, aux = _trace(partial_fun, d_leaves, d_tree, has_aux)
+        per_input = []
+        for k, leaf in enumerate(d_leaves):
+            aval = get_aval(leaf)
+            columns = []
+            for e in _basis(aval):
+                ts = [e if j == k else ad.Zero(get_aval(d)) for j, d in enumerate(d_leaves)]
+                outs, touts = ad.jvp_eval(closed, d_leaves, ts)
+                columns.append([ad.instantiate(t) for t in touts])
+            blocks = []
+            for o, out_leaf in enumerate(closed.ir.outs):
+                o_aval = out_leaf.aval
+                col = [c[o] for c in columns]  # per input element: d out / d x_e
+                stacked = _stack_elements(col, aval.shape)  # in_shape + out_shape
+                from pyree import lax
+                nin, nout = aval.ndim, o_aval.ndim
+                perm = tuple(range(nin, nin + nout)) + tuple(range(nin))
+                blocks.append(lax.transpose(stacked, perm) if stacked is not None else
+                              _zeros_for(jnp_empty(o_aval.shape + aval.shape, o_aval.dtype)))
+            per_input.append(blocks)
+        jac = _assemble(per_input, out_tree, d_tree, single)
+        return (jac, aux) if has_aux else jac
+
+    return jac_fun
+
+
+def jnp_empty(shape: tuple, dtype: np.dtype) -> Any:
+    import pyree.numpy as jnp
+    return jnp.zeros(shape, dtype)
+
+
+def _assemble(per_input: list, out_tree, in_tree, single: bool) -> Any:
+    """Jacobian blocks [input leaf][output leaf] arranged as JAX does: the output's structure,
+    each leaf holding the structure of the differentiated arguments."""
+    n_out = out_tree.num_leaves
+    out_leaves = []
+    for o in range(n_out):
+        in_part = tree_util.tree_unflatten(in_tree, [blocks[o] for blocks in per_input])
+        out_leaves.append(in_part[0] if single else tuple(in_part))
+    return tree_util.tree_unflatten(out_tree, out_leaves)
+
+
+def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """The Jacobian of ``fun`` by reverse mode (one VJP per output element).
+
+    Example::
+
+        pyree.jacrev(lambda x: jnp.sin(x))(jnp.arange(3.0))   # diag(cos(x))
+    """
+    nums, single = _argnums(argnums)
+
+    def jac_fun(*args: Any, **kwargs: Any) -> Any:
+        diff = [args[i] for i in nums]
+        d_leaves, d_tree = _flatten_args(tuple(diff), "jacrev arguments")
+        _check_float_inputs(d_leaves, "jacrev", allow_int)
+
+        fun_converted = _converted(fun)
+
+        def partial_fun(*dyn: Any) -> Any:
+            full = list(args)
+            for i, v in zip(nums, dyn):
+                full[i] = v
+            return fun_converted(*full, **kwargs)
+
+        if has_aux:
+            ans, f_vjp, aux = vjp(partial_fun, *diff, has_aux=True)
+        else:
+            ans, f_vjp = vjp(partial_fun, *diff)
+        out_leaves, out_tree = tree_util.tree_flatten(ans)
+        per_input: list = [[None] * len(out_leaves) for _ in d_leaves]
+        from pyree import lax
+        for o, out in enumerate(out_leaves):
+            o_aval = get_aval(out)
+            rows = []
+            for e in _basis(o_aval):
+                cts = [e if j == o else _zeros_for(x) for j, x in enumerate(out_leaves)]
+                grads = f_vjp(tree_util.tree_unflatten(out_tree, cts))
+                rows.append(tree_util.tree_leaves(grads))
+            for k, leaf in enumerate(d_leaves):
+                per_input[k][o] = _stack_elements([r[k] for r in rows], o_aval.shape)
+        jac = _assemble(per_input, out_tree, d_tree, single)
+        return (jac, aux) if has_aux else jac
+
+    return jac_fun
+
+
+def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
+    """The Hessian of a scalar function: ``jacfwd(jacrev(fun))``.
+
+    Example::
+
+        pyree.hessian(lambda x: (x ** 3).sum())(jnp.arange(3.0))   # diag(6 * x)
+    """
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
