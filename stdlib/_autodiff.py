@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 from pyree import tree_util
-from pyree.transpiler import ad, ad_rules, control_flow_ad  # noqa: F401 (registers rules)
+from pyree.transpiler import ad, ad_rules, control_flow_ad, custom_derivatives  # noqa: F401
 from pyree.transpiler.ir import ClosedIR, ShapedArray
 from pyree.transpiler.source import where
 from pyree.transpiler.trace import TypedScalar, get_aval, trace_to_ir

@@ -319,3 +319,4 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
 
 
 from ._lax_control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402
+from ._custom_derivatives import stop_gradient  # noqa: E402

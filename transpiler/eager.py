@@ -131,6 +131,8 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
 
     if primitive.name in _STATIC_ONLY:
         return _apply_static(primitive, arrays, avals_out, params)
+    if primitive.name == "stop_gradient":
+        return [arrays[0]]
     if primitive is P.reshape_p:
         return [view(arrays[0], avals_out[0])]
     if primitive is P.convert_element_type_p and avals_in[0].dtype == avals_out[0].dtype:
@@ -159,7 +161,8 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
 
 # Primitives with regions run eagerly as a one-equation program of static shapes (their bodies
 # are arbitrary programs: no shape-polymorphic kernel can be prepared for them).
-_STATIC_ONLY = frozenset({"cond", "while", "scan"})
+_STATIC_ONLY = frozenset({"cond", "while", "scan", "custom_jvp_call", "custom_vjp_call",
+                          "custom_lin"})
 _static_programs: dict[str, Executable] = {}
 
 

@@ -1,0 +1,128 @@
+"""``check_grads``: derivatives against finite differences, as in ``jax.test_util``.
+
+Example::
+
+    from pyree.test_util import check_grads
+    check_grads(jnp.sin, (jnp.arange(3.0),), order=2)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from pyree import tree_util
+
+_DEFAULT_EPS = {np.dtype(np.float32): 3e-3, np.dtype(np.float64): 1e-5,
+                np.dtype(np.float16): 1e-1}
+_DEFAULT_TOL = {np.dtype(np.float32): 2e-2, np.dtype(np.float64): 1e-5,
+                np.dtype(np.float16): 1e-1}
+
+
+def _leaves(tree: Any) -> list:
+    return [np.asarray(x) for x in tree_util.tree_leaves(tree)]
+
+
+def _dtype_of(args: Sequence[Any]) -> np.dtype:
+    dtypes = [np.asarray(x).dtype for x in tree_util.tree_leaves(args)]
+    floats = [d for d in dtypes if d.kind == "f"]
+    return max(floats, key=lambda d: d.itemsize) if floats else np.dtype(np.float32)
+
+
+def _random_like(tree: Any, rng: np.random.RandomState) -> Any:
+    def draw(x: Any) -> Any:
+        a = np.asarray(x)
+        return (rng.standard_normal(a.shape)).astype(a.dtype) if a.dtype.kind == "f" else a * 0
+    return tree_util.tree_map(draw, tree)
+
+
+def _add(tree: Any, direction: Any, scale: float) -> Any:
+    return tree_util.tree_map(lambda x, d: (np.asarray(x) + scale * np.asarray(d)).astype(
+        np.asarray(x).dtype) if np.asarray(x).dtype.kind == "f" else x, tree, direction)
+
+
+def _inner(a: Any, b: Any) -> float:
+    return float(sum(np.vdot(np.asarray(x, np.float64), np.asarray(y, np.float64))
+                     for x, y in zip(tree_util.tree_leaves(a), tree_util.tree_leaves(b))))
+
+
+def _assert_close(what: str, got: Any, want: Any, atol: float, rtol: float) -> None:
+    for g, w in zip(_leaves(got), _leaves(want)):
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        if not np.allclose(g64, w64, atol=atol, rtol=rtol, equal_nan=True):
+            err = np.max(np.abs(g64 - w64)) if g64.size else 0.0
+            raise AssertionError(f"{what}: derivative does not match finite differences "
+                                 f"(max abs error {err:.3g}, atol={atol}, rtol={rtol})\n"
+                                 f"got:  {g}\nwant: {w}")
+
+
+def check_jvp(f: Callable, args: tuple, atol: Optional[float] = None,
+              rtol: Optional[float] = None, eps: Optional[float] = None, seed: int = 0) -> None:
+    """``jvp(f, args, v)`` against central differences along a random direction ``v``."""
+    from pyree import jvp
+    dtype = _dtype_of(args)
+    eps = eps or _DEFAULT_EPS.get(dtype, 1e-3)
+    atol = atol or _DEFAULT_TOL.get(dtype, 1e-2)
+    rtol = rtol or _DEFAULT_TOL.get(dtype, 1e-2)
+    v = _random_like(args, np.random.RandomState(seed))
+    _, tangent = jvp(f, tuple(args), tuple(v))
+    plus, minus = f(*_add(args, v, eps)), f(*_add(args, v, -eps))
+    numeric = tree_util.tree_map(
+        lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
+        plus, minus)
+    _assert_close("jvp", tangent, numeric, atol, rtol)
+
+
+def check_vjp(f: Callable, args: tuple, atol: Optional[float] = None,
+              rtol: Optional[float] = None, eps: Optional[float] = None, seed: int = 0) -> None:
+    """``<vjp(u), v>`` against ``<u, (f(x + eps v) - f(x - eps v)) / 2eps>``."""
+    from pyree import vjp
+    dtype = _dtype_of(args)
+    eps = eps or _DEFAULT_EPS.get(dtype, 1e-3)
+    atol = atol or _DEFAULT_TOL.get(dtype, 1e-2)
+    rtol = rtol or _DEFAULT_TOL.get(dtype, 1e-2)
+    rng = np.random.RandomState(seed)
+    out, f_vjp = vjp(f, *args)
+    u = _random_like(out, rng)
+    v = _random_like(args, rng)
+    ct = f_vjp(tree_util.tree_map(lambda x, t: np.asarray(t).astype(np.asarray(x).dtype), out, u))
+    plus, minus = f(*_add(args, v, eps)), f(*_add(args, v, -eps))
+    numeric = tree_util.tree_map(
+        lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
+        plus, minus)
+    got = _inner(ct, v)
+    want = _inner(u, numeric)
+    if not np.isclose(got, want, atol=atol * max(1.0, abs(want)), rtol=rtol):
+        raise AssertionError(f"vjp: <vjp(u), v> = {got:.6g} but the finite-difference "
+                             f"<u, J v> = {want:.6g} (atol={atol}, rtol={rtol})")
+
+
+def check_grads(f: Callable, args: Sequence[Any], order: int, modes: Sequence[str] = ("fwd", "rev"),
+                atol: Optional[float] = None, rtol: Optional[float] = None,
+                eps: Optional[float] = None) -> None:
+    """Check ``f``'s derivatives up to ``order`` in the given modes against finite differences.
+
+    Example::
+
+        check_grads(lambda x: jnp.sum(x ** 3), (jnp.arange(3.0),), order=2)
+    """
+    args = tuple(args)
+
+    def check(fun: Callable, args: tuple, order: int) -> None:
+        if "fwd" in modes:
+            check_jvp(fun, args, atol, rtol, eps)
+        if "rev" in modes:
+            check_vjp(fun, args, atol, rtol, eps)
+        if order > 1:
+            from pyree import jvp, vjp
+            v = _random_like(args, np.random.RandomState(1))
+            if "fwd" in modes:
+                check(lambda *a: jvp(fun, a, tuple(v))[1], args, order - 1)
+            if "rev" in modes:
+                out = fun(*args)
+                u = _random_like(out, np.random.RandomState(2))
+                u = tree_util.tree_map(lambda x, t: np.asarray(t).astype(np.asarray(x).dtype),
+                                       out, u)
+                check(lambda *a: vjp(fun, *a)[1](u), args, order - 1)
+
+    check(f, args, order)

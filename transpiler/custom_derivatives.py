@@ -1,0 +1,166 @@
+"""Primitives for user-defined derivatives and for ``stop_gradient``.
+
+* ``custom_jvp_call[fun, jvp, ...] *args`` computes ``fun`` (a region, inlined when lowered);
+  its JVP rule calls the user's JVP function instead of differentiating ``fun``.
+* ``custom_vjp_call[fun, fwd, bwd, ...] *args`` computes ``fun``; its JVP rule runs the user's
+  ``fwd`` and makes the tangents a ``custom_lin`` of the residuals, whose transpose rule is the
+  user's ``bwd``. (As in JAX, it cannot be differentiated in forward mode.)
+* ``stop_gradient`` is the identity with a zero derivative.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from pyree import tree_util
+
+from . import ad
+from .ad import Zero, instantiate, jvp_rules, tangent_aval, transpose_rules
+from .ir import IR, ShapedArray
+from .lower import Lowering, RuleContext, lowering_rules
+from .trace import Primitive, abstract_eval_rules, effectful_primitives, get_aval
+
+stop_gradient_p = Primitive("stop_gradient")
+abstract_eval_rules[stop_gradient_p] = lambda x: x
+lowering_rules[stop_gradient_p] = lambda ctx, x: x
+
+
+def _stop_gradient_jvp(primals, tangents):
+    (x,) = primals
+    return [stop_gradient_p.bind(x)], [Zero(get_aval(x))]
+
+
+jvp_rules[stop_gradient_p] = _stop_gradient_jvp
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+
+
+def _region_abstract_eval(*avals: ShapedArray, fun: IR, **params: Any) -> list:
+    return fun.out_avals
+
+
+def _inline_lowering(ctx: RuleContext, *args, fun: IR, **params):
+    sub = Lowering(ctx.dynamic)
+    sub._input_views = ctx.lowering._input_views
+    return sub.lower_ir(fun, list(args))
+
+
+for _p in (custom_jvp_call_p, custom_vjp_call_p):
+    abstract_eval_rules[_p] = _region_abstract_eval
+    lowering_rules[_p] = _inline_lowering
+
+
+class CallInfo:
+    """What a custom-derivative call needs beyond its region: the user's functions and the
+    pytree structures of the differentiated arguments and the outputs. Compared by identity
+    (it is a parameter of the equation)."""
+
+    def __init__(self, rule: Any, in_tree: Any, out_tree: Any, num_consts: int,
+                 nondiff: tuple) -> None:
+        self.rule = rule            # jvp function, or (fwd, bwd)
+        self.in_tree = in_tree      # structure of the differentiated arguments (a tuple)
+        self.out_tree = out_tree
+        self.num_consts = num_consts  # leading inputs that are captured values, not arguments
+        self.nondiff = nondiff      # the non-differentiated arguments, in order, with positions
+
+    def __repr__(self) -> str:
+        return f"<custom rule {getattr(self.rule, '__name__', self.rule)!s:.40}>"
+
+
+def _custom_jvp_rule(primals, tangents, *, fun, info):
+    consts, args = primals[:info.num_consts], primals[info.num_consts:]
+    t_args = tangents[info.num_consts:]
+    t_args = [instantiate(t) if not isinstance(t, Zero) else ad.zeros(tangent_aval(t.aval))
+              for t in t_args]
+    primal_tree = tree_util.tree_unflatten(info.in_tree, list(args))
+    tangent_tree = tree_util.tree_unflatten(info.in_tree, t_args)
+    out, t_out = info.rule(*[v for _, v in info.nondiff], tuple(primal_tree), tuple(tangent_tree))
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    t_leaves, t_tree = tree_util.tree_flatten(t_out)
+    if out_tree != info.out_tree or t_tree != info.out_tree:
+        raise TypeError(f"the custom JVP rule must return (primal_out, tangent_out) with the "
+                        f"function's output structure {info.out_tree}; got {out_tree} and "
+                        f"{t_tree}")
+    for p, t in zip(out_leaves, t_leaves):
+        pa, ta = get_aval(p), get_aval(t)
+        if pa.shape != ta.shape:
+            raise TypeError(f"the custom JVP rule returned a tangent of shape {ta.shape} for an "
+                            f"output of shape {pa.shape}")
+    return out_leaves, t_leaves
+
+
+jvp_rules[custom_jvp_call_p] = _custom_jvp_rule
+
+
+def _custom_vjp_rule(primals, tangents, *, fun, info):
+    fwd, bwd = info.rule
+    args = primals[info.num_consts:]
+    arg_tree = tree_util.tree_unflatten(info.in_tree, list(args))
+    full = _with_nondiff(info.nondiff, tuple(arg_tree))
+    result = fwd(*full)
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise TypeError("a custom_vjp fwd function must return a pair (output, residuals)")
+    out, residuals = result
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    if out_tree != info.out_tree:
+        raise TypeError(f"custom_vjp fwd returned an output of structure {out_tree}, but the "
+                        f"function's output has structure {info.out_tree}")
+    res_leaves, res_tree = tree_util.tree_flatten(residuals)
+    t_args = tangents[info.num_consts:]
+    t_args = [instantiate(t) if not isinstance(t, Zero) else ad.zeros(tangent_aval(t.aval))
+              for t in t_args]
+    out_avals = [tangent_aval(get_aval(o)) for o in out_leaves]
+    lin_info = CallInfo((bwd, res_tree), info.in_tree, out_tree, len(res_leaves), info.nondiff)
+    t_out = custom_lin_p.bind(*res_leaves, *t_args, info=lin_info, out_avals=tuple(out_avals))
+    return out_leaves, t_out
+
+
+def _with_nondiff(nondiff: tuple, diff_args: tuple) -> tuple:
+    """The full argument list: non-differentiated arguments back at their positions."""
+    total = len(diff_args) + len(nondiff)
+    positions = dict(nondiff)
+    it = iter(diff_args)
+    return tuple(positions[i] if i in positions else next(it) for i in range(total))
+
+
+jvp_rules[custom_vjp_call_p] = _custom_vjp_rule
+
+
+def _custom_lin_abstract_eval(*avals, info, out_avals):
+    return list(out_avals)
+
+
+def _custom_lin_lowering(ctx, *args, info, out_avals):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function: only "
+                    "reverse mode (grad, vjp) uses its bwd rule")
+
+
+def _custom_lin_transpose(cts, *args, info, out_avals):
+    bwd, res_tree = info.rule
+    n_res = info.num_consts
+    residuals = tree_util.tree_unflatten(res_tree, list(args[:n_res]))
+    ct_tree = tree_util.tree_unflatten(info.out_tree, [instantiate(c) for c in cts])
+    in_cts = bwd(*[v for _, v in info.nondiff], residuals, ct_tree)
+    if not isinstance(in_cts, (tuple, list)):
+        raise TypeError("a custom_vjp bwd function must return a tuple with one cotangent per "
+                        "differentiated argument")
+    leaves, tree = tree_util.tree_flatten(tuple(in_cts), is_leaf=lambda x: x is None)
+    expected = tree_util.tree_structure(tuple(tree_util.tree_unflatten(
+        info.in_tree, [0] * info.in_tree.num_leaves)))
+    flat: list = []
+    for arg_ct, arg_def in zip(in_cts, expected.children()):
+        if arg_ct is None:
+            flat.extend([None] * arg_def.num_leaves)
+        else:
+            sub, sub_tree = tree_util.tree_flatten(arg_ct)
+            if sub_tree != arg_def:
+                raise TypeError(f"custom_vjp bwd returned a cotangent of structure {sub_tree} for "
+                                f"an argument of structure {arg_def}")
+            flat.extend(sub)
+    return [None] * n_res + flat
+
+
+abstract_eval_rules[custom_lin_p] = _custom_lin_abstract_eval
+lowering_rules[custom_lin_p] = _custom_lin_lowering
+transpose_rules[custom_lin_p] = _custom_lin_transpose
