@@ -102,7 +102,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
         if ad.is_differentiable(pa) and pa.dtype != ta.dtype:
             raise TypeError(f"primal and tangent arguments to jvp do not match; dtypes must be "
                             f"equal: {pa.dtype.name} and {ta.dtype.name}{where(None)}")
-    closed, out_tree, aux = _trace(lambda *a: fun(*a), p_leaves, p_tree, has_aux)
+    closed, out_tree, aux = _trace(fun, p_leaves, p_tree, has_aux)
     ts = [t if ad.is_differentiable(get_aval(p)) else ad.Zero(get_aval(p))
           for p, t in zip(p_leaves, t_leaves)]
     outs, touts = ad.jvp_eval(closed, p_leaves, ts)

@@ -447,3 +447,257 @@ def _while_jvp(primals, tangents, *, cond_ir, body_ir, cond_nconsts, body_nconst
 
 
 jvp_rules[while_p] = _while_jvp
+
+
+# -- while (reverse mode) ------------------------------------------------------------------------------
+#
+# A while loop's trip count depends on the data, so its linear part cannot be a loop of a
+# length known when tracing. The primal loop runs as ``while_count``, which also counts its
+# iterations N. The linear part is ``replay_scan``: N steps, each the body's JVP at that step's
+# primal carry. Going forwards, the primal carry advances alongside (O(N) body evaluations);
+# the transpose goes backwards and recomputes the carry of step k from the loop's initial
+# carry (O(N^2) body evaluations, memory of one carry, no bound on N).
+#
+# Recomputation rather than stacks of recorded carries, because in IREE 3.13 (a) a loop that
+# updates a carried buffer copies it whole at every iteration, so stacks cost O(N^2) copying
+# as well, and (b) loops carrying dynamically-shaped stacks miscompile when the body has a
+# conditional (wrong values or out-of-range bindings), which every bisection has.
+
+from .lower import RuleContext, _compare, hlo, lowering_rules, mlir, op, scalar_like, tensor_type
+from .trace import Primitive, abstract_eval_rules
+
+while_count_p = Primitive("while_count", multiple_results=True)
+replay_scan_p = Primitive("replay_scan", multiple_results=True)
+
+_I32 = ShapedArray((), np.dtype(np.int32))
+
+
+def _lower_in(ctx: RuleContext, region: IR, args: Sequence) -> list:
+    from .control_flow import _lower_region_outputs
+    return _lower_region_outputs(ctx, region, args)
+
+
+def _counted_while(types: list, inits: list, cond_fn, body_fn) -> list:
+    """A stablehlo.while whose regions ``cond_fn``/``body_fn`` build from the block args."""
+    ir = mlir()
+    loop = op("stablehlo.while", types, inits, regions=2)
+    cond_block = ir.Block.create_at_start(loop.regions[0], types)
+    with ir.InsertionPoint(cond_block):
+        op("stablehlo.return", [], [cond_fn(list(cond_block.arguments))])
+    body_block = ir.Block.create_at_start(loop.regions[1], types)
+    with ir.InsertionPoint(body_block):
+        op("stablehlo.return", [], body_fn(list(body_block.arguments)))
+    return list(loop.results)
+
+
+def _increment(k):
+    return hlo("add", tensor_type(_I32), k, scalar_like(1, np.int32))
+
+
+def _while_count_abstract_eval(*operands, cond_ir, body_ir, cond_nconsts, body_nconsts):
+    return list(operands[cond_nconsts + body_nconsts:]) + [_I32]
+
+
+def _while_count_lowering(ctx: RuleContext, *operands, cond_ir, body_ir, cond_nconsts,
+                          body_nconsts):
+    cn, bn = cond_nconsts, body_nconsts
+    cond_consts, body_consts = operands[:cn], operands[cn:cn + bn]
+    carry_types = [tensor_type(a) for a in ctx.avals_in[cn + bn:]]
+    n = len(carry_types)
+    results = _counted_while(
+        [tensor_type(_I32)] + carry_types, [scalar_like(0, np.int32)] + list(operands[cn + bn:]),
+        lambda args: _lower_in(ctx, cond_ir, list(cond_consts) + args[1:])[0],
+        lambda args: [_increment(args[0])] + _lower_in(ctx, body_ir, list(body_consts) +
+                                                          args[1:]))
+    return results[1:1 + n] + [results[0]]
+
+
+abstract_eval_rules[while_count_p] = _while_count_abstract_eval
+lowering_rules[while_count_p] = _while_count_lowering
+
+
+def _replay_scan_abstract_eval(n, *operands, body, primal_body, stacked, reverse, num_consts,
+                               num_carry, num_primal_consts):
+    return list(operands[num_consts:num_consts + num_carry])
+
+
+def _replay_scan_lowering(ctx: RuleContext, n, *operands, body, primal_body, stacked, reverse,
+                          num_consts, num_carry, num_primal_consts):
+    """Step k of N runs ``body(consts, carry, primal carry k)``; the primal carry k comes from
+    advancing the primal carry alongside (forwards) or from replaying k primal steps from the
+    initial primal carry (backwards)."""
+    consts = list(operands[:num_consts])
+    init = list(operands[num_consts:num_consts + num_carry])
+    primal_consts = list(operands[num_consts + num_carry:
+                                  num_consts + num_carry + num_primal_consts])
+    primal_init = list(operands[num_consts + num_carry + num_primal_consts:])
+    primal_types = [tensor_type(a) for a in
+                    ctx.avals_in[1 + num_consts + num_carry + num_primal_consts:]]
+    carry_types = [tensor_type(a) for a in ctx.avals_out]
+    i32_t = tensor_type(_I32)
+    n_p = len(primal_init)
+
+    def step(carry, primal):
+        slices = [p for p, s in zip(primal, stacked) if s]
+        return _lower_in(ctx, body, consts + list(carry) + slices)
+
+    def primal_step(primal):
+        return _lower_in(ctx, primal_body, primal_consts + list(primal))
+
+    def less_than(bound):
+        return lambda args: _compare(ctx, args[0], bound, "LT", _I32)
+
+    if not reverse:
+        results = _counted_while(
+            [i32_t] + carry_types + primal_types, [scalar_like(0, np.int32)] + init + primal_init,
+            less_than(n),
+            lambda args: ([_increment(args[0])] +
+                          step(args[1:1 + num_carry], args[1 + num_carry:]) +
+                          primal_step(args[1 + num_carry:])))
+        return results[1:1 + num_carry]
+
+    def backward_step(args):
+        k, carry = args[0], args[1:]
+        index = hlo("subtract", i32_t, hlo("subtract", i32_t, n, scalar_like(1, np.int32)), k)
+        replayed = _counted_while(
+            [i32_t] + primal_types, [scalar_like(0, np.int32)] + primal_init, less_than(index),
+            lambda a: [_increment(a[0])] + primal_step(a[1:1 + n_p]))
+        return [_increment(k)] + step(carry, replayed[1:])
+
+    results = _counted_while([i32_t] + carry_types, [scalar_like(0, np.int32)] + init,
+                             less_than(n), backward_step)
+    return results[1:]
+
+
+abstract_eval_rules[replay_scan_p] = _replay_scan_abstract_eval
+lowering_rules[replay_scan_p] = _replay_scan_lowering
+
+
+def _dce(ir: IR) -> IR:
+    live = {id(a) for a in ir.outs if isinstance(a, Var)}
+    kept = []
+    from .trace import has_effects
+    for eqn in reversed(ir.eqns):
+        if any(id(v) in live for v in eqn.outputs) or has_effects([eqn]):
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+    kept.reverse()
+    return IR(ir.const_vars, ir.in_vars, kept, ir.outs)
+
+
+def _while_partial_eval(eqn: Eqn, unknown: Sequence[bool]) -> tuple[list, list]:
+    p = eqn.params
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    cond_ir, body_ir = p["cond_ir"], p["body_ir"]
+    if any(unknown[:cn]):
+        raise TypeError("a while loop's condition cannot depend on a tangent")
+    bconst_u = list(unknown[cn:cn + bn])
+    carry_u = list(unknown[cn + bn:])
+    ncar = len(carry_u)
+    for _ in range(ncar + 1):
+        split = partial_eval_ir(body_ir, bconst_u + carry_u)
+        new = [a or b for a, b in zip(carry_u, split.out_unknown)]
+        if new == carry_u:
+            break
+        carry_u = new
+    if partial_eval_ir(cond_ir, [False] * cn + carry_u).out_unknown[0]:
+        raise TypeError("a while loop's condition cannot depend on a tangent")
+    ins = eqn.inputs
+    cond_consts = ins[:cn]
+    bconsts, carry_in = ins[cn:cn + bn], ins[cn + bn:]
+    body_bconst_vars, body_carry_vars = body_ir.in_vars[:bn], body_ir.in_vars[bn:]
+    known_bconst_vars = [v for v, u in zip(body_bconst_vars, bconst_u) if not u]
+    known_carry_vars = [v for v, u in zip(body_carry_vars, carry_u) if not u]
+    unknown_bconst_vars = [v for v, u in zip(body_bconst_vars, bconst_u) if u]
+    unknown_carry_vars = [v for v, u in zip(body_carry_vars, carry_u) if u]
+    known_bconsts = [a for a, u in zip(bconsts, bconst_u) if not u]
+    known_init = [a for a, u in zip(carry_in, carry_u) if not u]
+    # The primal loop: the body's known equations, producing the known carries.
+    split = partial_eval_ir(body_ir, bconst_u + carry_u, carry_u)
+    known_outs = [a for a, u in zip(body_ir.outs, carry_u) if not u]
+    primal_body = _dce(IR([], known_bconst_vars + known_carry_vars, split.known.eqns, known_outs))
+    cond_known = _dce(IR([], list(cond_ir.in_vars[:cn]) +
+                         [v for v, u in zip(cond_ir.in_vars[cn:], carry_u) if not u],
+                         cond_ir.eqns, cond_ir.outs))
+    # The linear step: the JVP body at the step's primal carry (only the carries it reads).
+    step = _dce(IR([], known_bconst_vars + unknown_bconst_vars + unknown_carry_vars +
+                   known_carry_vars, body_ir.eqns,
+                   [a for a, u in zip(body_ir.outs, carry_u) if u]))
+    used = {id(a) for e in step.eqns for a in e.inputs} | {id(a) for a in step.outs}
+    stacked = tuple(id(v) in used for v in known_carry_vars)
+    step = IR([], step.in_vars[:len(step.in_vars) - len(known_carry_vars)] +
+              [v for v, s in zip(known_carry_vars, stacked) if s], step.eqns, step.outs)
+    count = Var(_I32)
+    known_eqn = Eqn(while_count_p, list(cond_consts) + known_bconsts + known_init,
+                    {"cond_ir": cond_known, "body_ir": primal_body, "cond_nconsts": cn,
+                     "body_nconsts": len(known_bconst_vars)},
+                    [v for v, u in zip(eqn.outputs, carry_u) if not u] + [count], eqn.loc)
+    unknown_eqn = Eqn(replay_scan_p,
+                      [count] + known_bconsts + [a for a, u in zip(bconsts, bconst_u) if u] +
+                      [a for a, u in zip(carry_in, carry_u) if u] + known_bconsts + known_init,
+                      {"body": step, "primal_body": primal_body, "stacked": stacked,
+                       "reverse": False,
+                       "num_consts": len(known_bconst_vars) + len(unknown_bconst_vars),
+                       "num_carry": len(unknown_carry_vars),
+                       "num_primal_consts": len(known_bconst_vars)},
+                      [v for v, u in zip(eqn.outputs, carry_u) if u], eqn.loc)
+    return [known_eqn], [unknown_eqn]
+
+
+def _replay_scan_transpose(cts, n, *args, body, primal_body, stacked, reverse, num_consts,
+                           num_carry, num_primal_consts):
+    consts = args[:num_consts]
+    carry = args[num_consts:num_consts + num_carry]
+    primal = args[num_consts + num_carry:]
+    if is_undefined(n) or any(is_undefined(a) for a in primal):
+        raise _higher_order_error()
+    const_lin = [is_undefined(c) for c in consts]
+    n_slices = sum(stacked)
+    t_body = transpose_ir(body, const_lin + [True] * num_carry + [False] * n_slices)
+    res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
+    lin_const_avals = [c.aval for c, lin in zip(consts, const_lin) if lin]
+    n_rc, n_lc = len(res_consts), len(lin_const_avals)
+    ct_carry = [instantiate(ct) for ct in cts]
+
+    def t_step(*vals):
+        rc = list(vals[:n_rc])
+        ct_c = list(vals[n_rc:n_rc + num_carry])
+        acc = list(vals[n_rc + num_carry:n_rc + num_carry + n_lc])
+        slices = list(vals[n_rc + num_carry + n_lc:])
+        outs = _eval_ir(t_body, rc + slices + ct_c)
+        ct_consts, ct_carry_in = outs[:n_lc], outs[n_lc:]
+        acc = [ad.add_tangents(a, c) for a, c in zip(acc, ct_consts)]
+        return ct_carry_in + acc
+
+    primal_avals = [get_aval(a) for a in primal[num_primal_consts:]]
+    slice_avals = [a for a, s in zip(primal_avals, stacked) if s]
+    step_avals = ([get_aval(c) for c in res_consts] + [get_aval(c) for c in ct_carry] +
+                  [tangent_aval(a) for a in lin_const_avals] + slice_avals)
+    region, region_consts = trace_region(t_step, step_avals)
+    assert not region_consts
+    # The transposed step takes (consts, carry..., primal carry); accumulators ride as carry.
+    acc_init = [ad.zeros(tangent_aval(a)) for a in lin_const_avals]
+    outs = replay_scan_p.bind(n, *res_consts, *ct_carry, *acc_init, *primal, body=region,
+                              primal_body=primal_body, stacked=stacked, reverse=not reverse,
+                              num_consts=n_rc, num_carry=num_carry + n_lc,
+                              num_primal_consts=num_primal_consts)
+    ct_init, ct_lin = outs[:num_carry], outs[num_carry:]
+    it = iter(ct_lin)
+    return [None] + [next(it) if lin else None for lin in const_lin] + \
+        [ct if is_undefined(c) else None for ct, c in zip(ct_init, carry)] + [None] * len(primal)
+
+
+def _higher_order_error() -> NotImplementedError:
+    return NotImplementedError(
+        "differentiating the derivative of a while loop whose trip count depends on the data "
+        "is not supported (first derivatives are, in both modes; loops of a fixed trip count, "
+        "fori_loop and scan support any order)")
+
+
+def _no_higher_order(*args, **params):
+    raise _higher_order_error()
+
+
+partial_eval_rules[while_p] = _while_partial_eval
+transpose_rules[replay_scan_p] = _replay_scan_transpose
+jvp_rules[while_count_p] = jvp_rules[replay_scan_p] = _no_higher_order
