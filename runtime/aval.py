@@ -32,8 +32,7 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        """Number of elements (a dimension only known at run time counts as 1)."""
-        return math.prod(1 if d is None else d for d in self.shape)
+        return math.prod(self.shape)
 
     def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
         """A copy with some fields replaced."""

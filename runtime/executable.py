@@ -151,8 +151,6 @@ class Executable:
         for i, aval in enumerate(avals):
             out = new(Array)
             out._buffer = outputs.get_as_object(i, _BufferView)
-            if None in aval.shape:  # a dimension known only now, from the buffer
-                aval = ShapedArray(tuple(out._buffer.shape), aval.dtype, aval.weak_type)
             out._fence = fence
             out.aval = aval
             out._device = device

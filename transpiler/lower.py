@@ -72,11 +72,10 @@ def element_type(dtype: np.dtype):
 
 def tensor_type(aval: ShapedArray, dynamic: bool = False):
     ir = mlir()
-    unknown = ir.ShapedType.get_dynamic_size()
     if dynamic:
-        shape = [unknown] * len(aval.shape)
-    else:  # a None dimension (a stack whose length is only known at run time) is dynamic
-        shape = [unknown if d is None else d for d in aval.shape]
+        shape = [ir.ShapedType.get_dynamic_size()] * len(aval.shape)
+    else:
+        shape = list(aval.shape)
     return ir.RankedTensorType.get(shape, element_type(aval.dtype))
 
 
