@@ -25,6 +25,7 @@ _MAX_RETRACES = 4
 
 def _convert_fn(fun: Callable) -> Callable:
     """The transpiler's version of ``fun`` (Python control flow on traced values converted)."""
+    import pyree.numpy  # noqa: F401 (installs the array operators the traced bodies use)
     from pyree.transpiler.convert import converted
     return converted(fun)
 

@@ -114,8 +114,19 @@ def _cond_lowering(ctx: RuleContext, index, *operands, branches):
         block = ir.Block.create_at_start(region, [])
         with ir.InsertionPoint(block):
             outs = _lower_region_outputs(ctx, branch, operands)
-            op("stablehlo.return", [], outs)
+            op("stablehlo.return", [], [_made_here(v, block) for v in outs])
     return list(if_op.results)
+
+
+def _made_here(value, block):
+    """``value`` as a result of an op in ``block``. Works around an IREE 3.13 bug: a branch of a
+    stablehlo.if/case that hands back a value from outside it (the `else` of ``if p: x = ...``
+    keeps the old x), with loops around, fails at run time (invalid command buffer bindings,
+    null buffers). A one-value optimization barrier in the branch is a no-op that avoids it."""
+    owner = getattr(value, "owner", None)
+    if isinstance(value, mlir().OpResult) and getattr(owner, "operation", owner).block == block:
+        return value
+    return op("stablehlo.optimization_barrier", [value.type], [value]).results[0]
 
 
 lowering_rules[cond_p] = _cond_lowering
@@ -158,6 +169,7 @@ def _while_lowering(ctx: RuleContext, *operands, cond_ir, body_ir, cond_nconsts,
         views.update(body_block.arguments)
     with ir.InsertionPoint(body_block):
         outs = _lower_region_outputs(ctx, body_ir, list(body_consts) + list(body_block.arguments))
+        outs = _read_every_carry(list(cond_block.arguments), list(body_block.arguments), outs)
         op("stablehlo.return", [], outs)
     results = list(while_op.results)
     if carries_alias:
@@ -166,6 +178,26 @@ def _while_lowering(ctx: RuleContext, *operands, cond_ir, body_ir, cond_nconsts,
 
 
 lowering_rules[while_p] = _while_lowering
+
+
+def _read_every_carry(cond_args: Sequence, body_args: Sequence, outs: Sequence) -> list:
+    """Work around an IREE 3.13 bug: a loop carry that neither region reads (the body only
+    overwrites it, as ``v = x[i]`` does) can crash the compile, run it out of memory, or leave
+    a null result buffer. ``select(true, new, old)``, with the `true` hidden from the compiler
+    behind an optimization barrier, makes the old value read."""
+    outs = list(outs)
+    hidden_true = None
+    for k, (c_arg, b_arg) in enumerate(zip(cond_args, body_args)):
+        if outs[k] is not b_arg and _unused(c_arg) and _unused(b_arg):
+            if hidden_true is None:
+                true = scalar_like(True, np.bool_)
+                hidden_true = op("stablehlo.optimization_barrier", [true.type], [true]).result
+            outs[k] = hlo("select", outs[k].type, hidden_true, outs[k], b_arg)
+    return outs
+
+
+def _unused(value) -> bool:
+    return next(iter(value.uses), None) is None
 
 
 # -- scan -------------------------------------------------------------------------------------
@@ -204,6 +236,8 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
     i32_t = tensor_type(i32)
     ys_init = [hlo("broadcast_in_dim", tensor_type(a), scalar_like(0, a.dtype),
                    broadcast_dimensions=i64_array([])) for a in y_avals]
+    if length == 0:  # no step runs (and a step's size-1 slice of an empty xs would not verify)
+        return list(init) + ys_init
     types = [i32_t] + [tensor_type(a) for a in carry_avals] + [tensor_type(a) for a in y_avals]
     while_op = op("stablehlo.while", types, [scalar_like(0, np.int32)] + list(init) + ys_init,
                   regions=2)
@@ -237,6 +271,8 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
             new_ys.append(op("stablehlo.dynamic_update_slice", [ys.type],
                              [ys, y1, index] + [zero] * (a.ndim - 1)).result)
         next_step = hlo("add", i32_t, step, scalar_like(1, np.int32))
+        new_carry = _read_every_carry(cond_block.arguments[1:1 + num_carry],
+                                      args[1:1 + num_carry], new_carry)
         op("stablehlo.return", [], [next_step] + list(new_carry) + new_ys)
     results = list(while_op.results)[1:]
     if carries_alias:

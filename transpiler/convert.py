@@ -3,7 +3,8 @@
 ``converted(fn)`` parses ``fn``'s source, rewrites it, compiles the result with ``fn``'s globals
 and closure cells, and caches it per code object. The rewrite, one pass per concern:
 
-1. ``x[i] = v`` / ``x[i] += v`` become ``x = setitem(x, i, v)`` (functional for arrays).
+1. ``x[i] = v`` / ``x[i] += v`` become ``x = setitem(x, i, v)`` (functional for arrays); a
+   ``while`` whose test binds a name (``:=``) gets the test moved into its body.
 2. ``return`` inside control flow becomes a flag and a value slot, the rest of each block
    guarded by ``if not returned``; loops also stop on the flag.
 3. ``break``/``continue`` become flags likewise.
@@ -116,6 +117,18 @@ def converted(fn: Any) -> Any:
     if isinstance(fn, functools.partial):
         func = converted(fn.func)
         return fn if func is fn.func else functools.partial(func, *fn.args, **fn.keywords)
+    if isinstance(fn, type) and type(fn) is type and fn.__new__ is object.__new__:
+        # A user class: constructing it runs its __init__, which is converted too.
+        init = getattr(fn, "__init__", None)
+        conv_init = converted(init) if isinstance(init, types.FunctionType) else init
+        if conv_init is init:
+            return fn
+
+        def construct(*args: Any, **kwargs: Any) -> Any:
+            obj = object.__new__(fn)
+            conv_init(obj, *args, **kwargs)
+            return obj
+        return construct
     if not isinstance(fn, types.FunctionType):
         call = getattr(type(fn), "__call__", None)
         if isinstance(call, types.FunctionType) and not is_library(call) and \
@@ -198,6 +211,10 @@ class ConversionImpossible(Exception):
 # -- finding the source ----------------------------------------------------------------------------
 
 _parsed: dict[tuple[str, int], ast.Module] = {}
+# id(node) -> its parent, for the nodes of the trees in _parsed (which keep the ids valid). Kept
+# out of the nodes themselves: a parent link in a node would make copy.deepcopy of any node copy
+# the whole module (slow, and past the recursion limit in large files).
+_parents: dict[int, ast.AST] = {}
 
 
 def _module_ast(filename: str, lines: list[str]) -> ast.Module:
@@ -207,7 +224,7 @@ def _module_ast(filename: str, lines: list[str]) -> ast.Module:
         tree = ast.parse("".join(lines), filename)
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
-                child._pyree_parent = node  # type: ignore[attr-defined]
+                _parents[id(child)] = node
         _parsed[key] = tree
     return tree
 
@@ -227,18 +244,22 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str, Optional[str]]:
     except SyntaxError as e:
         raise ConversionImpossible(f"its file {filename!r} could not be parsed: {e}") from None
     first = code.co_firstlineno
-    lam = fn.__name__ == "<lambda>"
+    # The code's name, not __name__: functools.wraps gives a wrapper the wrapped one's name.
+    name = code.co_name
+    lam = name == "<lambda>"
     candidates = []
     for node in ast.walk(tree):
         if lam and isinstance(node, ast.Lambda) and node.lineno == first:
             candidates.append(node)
         elif not lam and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                node.name == fn.__name__:
+                node.name == name:
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
             if start == first:
                 candidates.append(node)
     if lam and len(candidates) > 1:
-        cols = [c for _, _, c, _ in code.co_positions() if c is not None]
+        # Empty spans (RESUME and other artificial instructions sit at column 0) say nothing.
+        cols = [c for _, _, c, e in code.co_positions() if c is not None and e is not None
+                and e > c]
         col = min(cols) if cols else None
         matching = [n for n in candidates if n.body.col_offset == col]
         candidates = matching or candidates
@@ -250,7 +271,7 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str, Optional[str]]:
     if isinstance(node, ast.AsyncFunctionDef):
         raise ConversionImpossible("async functions are not converted")
     cls = None
-    parent = getattr(node, "_pyree_parent", None)
+    parent = _parents.get(id(node))
     if isinstance(parent, ast.ClassDef):
         cls = parent.name
     return node, filename, cls
@@ -273,6 +294,7 @@ def _convert(fn: types.FunctionType) -> _Conversion:
                 f"it is a generator (`yield` at line {sub.lineno}): generators are traced "
                 f"without conversion")
     fdef = _SubscriptAssignments().visit(fdef)
+    fdef = _WhileTestAssignments().visit(fdef)
     fdef = _lower_returns_everywhere(fdef, filename)
     fdef = _lower_break_continue_everywhere(fdef)
     fdef = _ControlFlow(filename).visit(fdef)
@@ -305,6 +327,11 @@ def _compile(fdef: ast.FunctionDef, fn: types.FunctionType, filename: str,
     freevars = [n for n in fn.__code__.co_freevars if n != "__class__"]
     placeholders = [ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())],
                                value=ast.Constant(value=None)) for n in [OPS] + freevars]
+    if fdef.name not in freevars:
+        # The `def` would make the function's own name a local of the factory, and so a
+        # (never filled) closure cell in the function: a recursive call by its global name, or
+        # a method `max` calling the builtin `max`, would fail with NameError.
+        placeholders.append(ast.Global(names=[fdef.name]))
     factory = ast.FunctionDef(
         name=_PREFIX + "factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None,
                                                      kwonlyargs=[], kw_defaults=[], kwarg=None,
@@ -454,6 +481,18 @@ def _contains(stmt: ast.AST, kinds: tuple, stop: tuple) -> bool:
     return False
 
 
+def _on_first_line(call: ast.Call, node: ast.stmt) -> ast.Call:
+    """``call`` (and its parts without a location) placed on ``node``'s first line. Spanning the
+    whole statement would make CPython attribute the call to its last line, and so the MLIR
+    location of the structured op and error positions to the end of the block."""
+    for sub in ast.walk(call):
+        if sub is call or isinstance(sub, (ast.expr, ast.stmt)) and not hasattr(sub, "lineno"):
+            sub.lineno = sub.end_lineno = node.lineno
+            sub.col_offset = node.col_offset
+            sub.end_col_offset = node.col_offset + 1
+    return call
+
+
 def _not(expr: ast.expr) -> ast.expr:
     return ast.UnaryOp(op=ast.Not(), operand=expr)
 
@@ -532,6 +571,26 @@ class _SubscriptAssignments(ast.NodeTransformer):
         else:
             target, value = self._store_target(t.value), new
         return ast.copy_location(ast.Assign(targets=[target], value=value), node)
+
+
+class _WhileTestAssignments(ast.NodeTransformer):
+    """``while (n := n + 1) < k: body`` -> ``while True: if not ((n := n + 1) < k): break``
+    then ``body``: a converted test is a function of its own, so a name it binds (``:=``) would
+    be bound there, not in the loop's state."""
+
+    def visit_While(self, node: ast.While) -> Any:
+        self.generic_visit(node)
+        if not any(isinstance(n, ast.NamedExpr) for n in _walk_scope([node.test])):
+            return node
+        if any(_contains(s, (ast.Break, ast.Continue), _FUNCTIONS + _LOOPS) or
+               isinstance(s, (ast.Break, ast.Continue)) for s in node.orelse):
+            return node  # moved into the loop, the else part's break would change meaning
+        leave = ast.copy_location(ast.If(test=_not(node.test), body=node.orelse + [
+            ast.copy_location(ast.Break(), node.test)], orelse=[]), node.test)
+        node.test = ast.copy_location(ast.Constant(value=True), node.test)
+        node.body = [leave] + node.body
+        node.orelse = []  # now run inside the loop, when the test fails
+        return node
 
 
 # -- pass 2: return ---------------------------------------------------------------------------------
@@ -813,7 +872,7 @@ class _ControlFlow(ast.NodeTransformer):
                                  node.orelse[0] if node.orelse else node)
         call = _call("if_stmt", test, _name(body_fn.name), _name(else_fn.name), self._state(names),
                      self._meta("if", node, names, body, orelse), ast.Constant(self.filename))
-        return [body_fn, else_fn, self._assign_names(names, ast.copy_location(call, node), node)]
+        return [body_fn, else_fn, self._assign_names(names, _on_first_line(call, node), node)]
 
     def _stop_test(self, node: Any) -> Optional[ast.expr]:
         flags = getattr(node, "_pyree_stop_flags", [])
@@ -832,7 +891,7 @@ class _ControlFlow(ast.NodeTransformer):
         body_fn = self._function(self._fresh("while_body"), names, body, self._tuple(names), node)
         call = _call("while_stmt", _name(test_fn.name), _name(body_fn.name), self._state(names),
                      self._meta("while", node, names, body, []), ast.Constant(self.filename))
-        out = [test_fn, body_fn, self._assign_names(names, ast.copy_location(call, node), node)]
+        out = [test_fn, body_fn, self._assign_names(names, _on_first_line(call, node), node)]
         return out + self._visit_block(node.orelse)
 
     _ITERATORS = {"range": "range_", "enumerate": "enumerate_", "zip": "zip_"}
@@ -867,7 +926,7 @@ class _ControlFlow(ast.NodeTransformer):
         call = _call("for_stmt", iterable, _name(body_fn.name), test_arg, self._state(names),
                      self._meta("for", node, names, [bind] + body, []),
                      ast.Constant(self.filename))
-        out.append(self._assign_names(names, ast.copy_location(call, node), node))
+        out.append(self._assign_names(names, _on_first_line(call, node), node))
         return out + self._visit_block(node.orelse)
 
     def visit_Assert(self, node: ast.Assert) -> Any:
@@ -878,7 +937,7 @@ class _ControlFlow(ast.NodeTransformer):
                                                 defaults=[]), body=msg)
         meta = ast.Constant(value=("assert", node.lineno, (), (), (), (), (), False))
         call = _call("assert_", test, message, meta, ast.Constant(self.filename))
-        return ast.copy_location(ast.Expr(value=ast.copy_location(call, node)), node)
+        return ast.copy_location(ast.Expr(value=_on_first_line(call, node)), node)
 
     # expressions
     def _thunk(self, expr: ast.expr) -> ast.Lambda:
@@ -924,7 +983,11 @@ class _ControlFlow(ast.NodeTransformer):
                 nxt = None
             parts.append(ast.Compare(left=prev, ops=[op_], comparators=[comp]))
             prev = nxt
-        result = _call("and_", parts[0], *[self._thunk(p) for p in parts[1:]])
+        # Nested thunks: a temporary bound inside one thunk (a lambda scope of its own) is seen
+        # by the next only from within it.
+        result = parts[-1]
+        for part in reversed(parts[:-1]):
+            result = _call("and_", part, self._thunk(ast.copy_location(result, node)))
         return ast.copy_location(result, node)
 
     def visit_Call(self, node: ast.Call) -> Any:

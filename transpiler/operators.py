@@ -8,6 +8,7 @@ statement assigns are passed in and returned as a tuple, in the order of ``meta.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import math
 import operator
 from typing import Any, Callable, Optional, Sequence
@@ -78,9 +79,64 @@ class _UndefinedReturn:
 UNDEFINED_RETURN = _UndefinedReturn()
 
 
+class _State(tuple):
+    """A statement's variables, remembering the scope's locals (``scope``) so that traced control
+    flow can check it leaves the Python containers there unchanged."""
+
+
 def state(local_vars: dict, names: Sequence[str]) -> tuple:
     """The current values of ``names`` (``Undefined`` for unbound ones)."""
-    return tuple(local_vars[n] if n in local_vars else Undefined(n) for n in names)
+    values = _State(local_vars[n] if n in local_vars else Undefined(n) for n in names)
+    values.scope = local_vars
+    return values
+
+
+_CONTAINERS = (list, dict, set, bytearray)
+_NOT_WATCHED = ("builtins", "pyree", "numpy", "jax", "jaxlib", "ml_dtypes", "iree")
+
+
+def _snapshot(x: Any) -> Any:
+    """What traced control flow must leave unchanged in ``x``: the items of a Python container,
+    the attributes of an object of the user's classes (None: nothing)."""
+    if type(x) in _CONTAINERS:
+        return [v for item in x.items() for v in item] if isinstance(x, dict) else list(x)
+    if isinstance(x, type) or (type(x).__module__ or "").split(".")[0] in _NOT_WATCHED:
+        return None
+    try:  # not getattr: some objects (Undefined) raise on any attribute
+        attributes = object.__getattribute__(x, "__dict__")
+    except AttributeError:
+        return None
+    return dict(attributes) if isinstance(attributes, dict) else None
+
+
+def _changed(name: str, x: Any, old: Any) -> Optional[str]:
+    """``'the Python list 'l''`` / ``'the attribute 'obj.n''`` if ``x`` changed, else None."""
+    new = _snapshot(x)
+    if isinstance(old, dict):
+        keys = [k for k in {**old, **new} if old.get(k, old) is not new.get(k, new)]
+        return f"the attribute '{name}.{keys[0]}'" if keys else None
+    if len(new) != len(old) or any(a is not b for a, b in zip(new, old)):
+        return f"the Python {type(x).__name__} '{name}'"
+    return None
+
+
+@contextlib.contextmanager
+def _containers_unchanged(scope: Optional[dict], meta: "Meta"):
+    """Both paths of traced control flow are traced: a Python list/dict/set (or an object's
+    attributes) among the function's locals (``scope``) that tracing them changes
+    (``l.append(v)``, ``obj.n = v``) would hold both paths' changes at once."""
+    before = [(name, x, _snapshot(x)) for name, x in (scope or {}).items()]
+    yield
+    for name, x, old in before:
+        what = _changed(name, x, old) if old is not None else None
+        if what:
+            why = ("both paths are traced, so a change of a Python value cannot depend on the "
+                   "condition" if meta.kind == "if" else "its body is traced once for all "
+                   "iterations, so a change of a Python value cannot happen once per iteration")
+            raise ConversionError(
+                f"{what} is changed inside the `{meta.kind}` at {meta.at()}\nwhich depends on "
+                f"a traced value: {why}. Use an array (with x.at[i].set(v)) or assign a new "
+                f"value to the variable.")
 
 
 # -- statement metadata ----------------------------------------------------------------------------
@@ -198,8 +254,10 @@ def _cast(x: Any, aval: ShapedArray) -> Any:
 
 def _zeros_like(x: Any) -> Any:
     from pyree import lax
+    from pyree.numpy._util import typed_scalar
     aval = get_aval(x)
-    return lax.full(aval.shape, 0, aval.dtype)
+    # Keep the weak type: a filler for `return 1` must not make the result a strong int32.
+    return lax.broadcast_in_dim(typed_scalar(0, aval.dtype, aval.weak_type), aval.shape, ())
 
 
 def _mismatch(meta: Meta, name: str, a: Any, b: Any, where_a: str, where_b: str,
@@ -213,8 +271,13 @@ def _mismatch(meta: Meta, name: str, a: Any, b: Any, where_a: str, where_b: str,
     else:
         detail = f"it is {a} {what_a} ({where_a}) but {b} {what_b} ({where_b})"
         hint = "only arrays can depend on a traced condition"
-    return TypeError(f"variable '{name}' must have one type after the `{meta.kind}` at "
+    return TypeError(f"{_var(name)} must have one type after the `{meta.kind}` at "
                      f"{meta.at()}\n{detail}: {hint}.")
+
+
+def _var(name: str) -> str:
+    """How messages name a variable (the converter's return-value slot in the user's words)."""
+    return "the return value" if name == "_pyree_retval" else f"variable '{name}'"
 
 
 def _describe(x: Any) -> str:
@@ -232,7 +295,8 @@ def if_stmt(test: Any, body: Callable, orelse: Callable, values: tuple, raw_meta
         return body(*values) if test else orelse(*values)
     meta = _meta(raw_meta, filename)
     _check_convertible(meta)
-    return _traced_if(_pred(test, meta), body, orelse, values, meta)
+    with _containers_unchanged(getattr(values, "scope", None), meta):
+        return _traced_if(_pred(test, meta), body, orelse, values, meta)
 
 
 def _trace_branch(fn: Callable, args: tuple) -> tuple[IRBuilder, tuple]:
@@ -242,9 +306,20 @@ def _trace_branch(fn: Callable, args: tuple) -> tuple[IRBuilder, tuple]:
     return builder, tuple(outs)
 
 
+def _fresh(values: tuple) -> tuple:
+    """``values`` with their containers (pytree nodes) rebuilt; the leaves are shared."""
+    out = []
+    for v in values:
+        leaves, tree = tree_util.tree_flatten(v)
+        out.append(tree_util.tree_unflatten(tree, leaves))
+    return tuple(out)
+
+
 def _traced_if(pred: Any, body: Callable, orelse: Callable, values: tuple, meta: Meta) -> tuple:
-    b_then, outs_then = _trace_branch(body, values)
-    b_else, outs_else = _trace_branch(orelse, values)
+    # Each branch gets its own copies of the variables' lists and dicts (as loop bodies do):
+    # `d[k] = v` in one branch must not show in the other, nor after the `if` unless taken.
+    b_then, outs_then = _trace_branch(body, _fresh(values))
+    b_else, outs_else = _trace_branch(orelse, _fresh(values))
     results: list = [None] * len(values)
     # Per variable: its tree structure and, per leaf, an output index or a static value.
     plans: list = []
@@ -278,7 +353,7 @@ def _traced_if(pred: Any, body: Callable, orelse: Callable, values: tuple, meta:
         a_flat, a_tree = tree_util.tree_flatten(a)
         b_flat, b_tree = tree_util.tree_flatten(b)
         if a_tree != b_tree:
-            raise TypeError(f"variable '{name}' must have one structure after the `if` at "
+            raise TypeError(f"{_var(name)} must have one structure after the `if` at "
                             f"{meta.at()}\nit is {a_tree} in the `if` branch "
                             f"({meta.where_defined(i, 'body')}) but {b_tree} in the `else` "
                             f"branch ({meta.where_defined(i, 'else')}).")
@@ -354,16 +429,34 @@ def _truth(x: Any) -> Any:
     return x if aval.dtype == np.bool_ else lax.ne(x, 0)
 
 
+def _operand(value: Any, nxt: Any, op: str) -> Any:
+    """``value and nxt`` / ``value or nxt`` for a traced ``value``: like Python, the result is one
+    of the operands (``x.sum() or 1.0`` is the sum where it is nonzero), chosen at run time."""
+    from pyree import lax
+    truth = _truth(value)
+    if _is_bool(value) and _is_bool(nxt):
+        other = _truth(nxt) if isinstance(nxt, Tracer) else bool(nxt)
+        return lax.bitwise_and(truth, other) if op == "and" else lax.bitwise_or(truth, other)
+    if not _is_arraylike(nxt) or get_aval(nxt).shape != value.aval.shape:
+        raise TypeError(f"`{op}` on the traced value {value.aval.str_short()} returns one of its "
+                        f"operands, so they must be arrays of one shape; the other operand is "
+                        f"{_describe(nxt)}\n  at {_here()}")
+    from pyree.numpy import where
+    return where(truth, nxt, value) if op == "and" else where(truth, value, nxt)
+
+
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, (bool, np.bool_)) or isinstance(x, Tracer) and x.dtype == np.bool_
+
+
 def and_(first: Any, *rest: Callable) -> Any:
-    """``first and rest[0]() and ...``: Python's short circuit while values are concrete, a
-    logical and once one is traced (then every operand is evaluated)."""
+    """``first and rest[0]() and ...``: Python's short circuit while values are concrete; once
+    one is traced, every operand is evaluated and the operand Python would give is chosen at
+    run time."""
     value = first
     for fn in rest:
         if isinstance(value, Tracer):
-            nxt = fn()
-            from pyree import lax
-            value = lax.bitwise_and(_truth(value), _truth(nxt) if isinstance(nxt, Tracer) else
-                                    bool(nxt))
+            value = _operand(value, fn(), "and")
             continue
         if not value:
             return value
@@ -376,10 +469,7 @@ def or_(first: Any, *rest: Callable) -> Any:
     value = first
     for fn in rest:
         if isinstance(value, Tracer):
-            nxt = fn()
-            from pyree import lax
-            value = lax.bitwise_or(_truth(value), _truth(nxt) if isinstance(nxt, Tracer) else
-                                   bool(nxt))
+            value = _operand(value, fn(), "or")
             continue
         if value:
             return value
@@ -406,6 +496,7 @@ class _Carry:
         self.offset = offset  # state slots before the user's variables (a loop counter)
         self.kinds: list = []   # per variable: ("undef",) | ("static", v) | ("carry", tree, n)
         self.leaves: list = []
+        self.returned: dict[int, Any] = {}  # slot -> what a `return` in the body gave it
         for i, v in enumerate(values):
             if isinstance(v, Undefined) or v is UNDEFINED_RETURN and i >= offset and \
                     self._name(i) == "_pyree_retval":
@@ -439,18 +530,20 @@ class _Carry:
         for i, (kind, out) in enumerate(zip(self.kinds, outs)):
             name = self._name(i)
             if kind[0] == "undef":
+                if kind[1] is UNDEFINED_RETURN and out is not UNDEFINED_RETURN:
+                    self.returned[i] = out  # `return` in the body: carried from the next trace
                 continue
             if kind[0] == "static":
                 if not _same_static(kind[1], out):
                     raise TypeError(
-                        f"variable '{name}' holds {_describe(kind[1])} and is changed inside the "
+                        f"{_var(name)} holds {_describe(kind[1])} and is changed inside the "
                         f"`{self.meta.kind}` at {self.meta.at()}\nwhose condition is traced "
                         f"(assigned at {self._where(i)}): only arrays can be loop-carried.")
                 continue
             _, tree, n = kind
             flat, out_tree = tree_util.tree_flatten(out)
             if out_tree != tree or not all(_is_arraylike(x) for x in flat):
-                raise TypeError(f"variable '{name}' must keep its structure through the "
+                raise TypeError(f"{_var(name)} must keep its structure through the "
                                 f"`{self.meta.kind}` at {self.meta.at()}\nit is {tree} before "
                                 f"the loop but {out_tree if out_tree != tree else _describe(out)} "
                                 f"after the body ({self._where(i)}).")
@@ -471,6 +564,22 @@ class _Carry:
 
     def settle(self, out_avals: Sequence[ShapedArray]) -> bool:
         """Adopt weak-type promotions of the body's result types; False if unchanged."""
+        if self.returned:
+            # A `return` inside the loop: its value slot (unset before the loop) becomes a
+            # carry, starting as zeros of the type the body returns (the flag says it is unset).
+            for i in sorted(self.returned):
+                flat, tree = tree_util.tree_flatten(self.returned[i])
+                if not all(_is_arraylike(x) for x in flat):
+                    raise TypeError(f"the `return` at {self._where(i)} inside the "
+                                    f"`{self.meta.kind}` at {self.meta.at()}\nreturns "
+                                    f"{_describe(self.returned[i])}, and the loop's condition "
+                                    f"is traced: only arrays can be returned from inside it.")
+                pos = sum(k[2] for k in self.kinds[:i] if k[0] == "carry")
+                self.leaves[pos:pos] = [_zeros_like(x) for x in flat]
+                self.avals[pos:pos] = [get_aval(x) for x in flat]
+                self.kinds[i] = ("carry", tree, len(flat))
+            self.returned = {}
+            return True
         changed = False
         pos = 0
         for i, kind in enumerate(self.kinds):
@@ -515,6 +624,7 @@ def while_stmt(test_fn: Callable, body_fn: Callable, values: tuple, raw_meta: tu
                filename: str) -> tuple:
     """``while test: body`` over the variables in ``values``: iterations run in Python while the
     test is concrete; from the first traced test on, the rest is one structured loop."""
+    scope = getattr(values, "scope", None)
     values = tuple(values)
     while True:
         test = test_fn(*values)
@@ -525,7 +635,8 @@ def while_stmt(test_fn: Callable, body_fn: Callable, values: tuple, raw_meta: tu
         values = tuple(body_fn(*values))
     meta = _meta(raw_meta, filename)
     _check_convertible(meta)
-    return _traced_while(test_fn, body_fn, values, meta)
+    with _containers_unchanged(scope, meta):
+        return _traced_while(test_fn, body_fn, values, meta)
 
 
 def _traced_while(test_fn: Callable, body_fn: Callable, values: tuple, meta: Meta,
@@ -609,16 +720,19 @@ def for_stmt(iterable: Any, body_fn: Callable, extra_test: Optional[Callable], v
              raw_meta: tuple, filename: str) -> tuple:
     """``for target in iterable: body``. Over traced arrays (and ``enumerate``/``zip`` of them)
     the loop is a ``scan``; over a range with a traced bound a ``while``; otherwise Python's."""
+    scope = getattr(values, "scope", None)
     values = tuple(values)
     meta = None
     if isinstance(iterable, TracedRange):
         meta = _meta(raw_meta, filename)
         _check_convertible(meta)
-        return _traced_range_loop(iterable, body_fn, extra_test, values, meta)
+        with _containers_unchanged(scope, meta):
+            return _traced_range_loop(iterable, body_fn, extra_test, values, meta)
     if _is_traced_array(iterable) or isinstance(iterable, (_Enumerate, _Zip)):
         meta = _meta(raw_meta, filename)
         _check_convertible(meta)
-        return _array_loop(iterable, body_fn, extra_test, values, meta)
+        with _containers_unchanged(scope, meta):
+            return _array_loop(iterable, body_fn, extra_test, values, meta)
     for item in iterable:
         if extra_test is not None:
             go = extra_test(*values)
@@ -626,8 +740,9 @@ def for_stmt(iterable: Any, body_fn: Callable, extra_test: Optional[Callable], v
                 # A traced break: the remaining iterations run only where it was not taken.
                 meta = meta or _meta(raw_meta, filename)
                 _check_convertible(meta)
-                values = _traced_if(_pred(go, meta), lambda *v, item=item: body_fn(item, *v),
-                                    lambda *v: v, values, meta)
+                with _containers_unchanged(scope, meta):
+                    values = _traced_if(_pred(go, meta), lambda *v, item=item: body_fn(item, *v),
+                                        lambda *v: v, values, meta)
                 continue
             if not go:
                 break
@@ -649,6 +764,9 @@ def _array_loop(iterable: Any, body_fn: Callable, extra_test: Optional[Callable]
         if get_aval(a).ndim == 0:
             raise TypeError(f"iteration over a 0-d array in the `for` at {meta.at()}")
     length = min(get_aval(a).shape[0] for a in arrays)
+    if length == 0:  # the body never runs (and cannot be traced: no row to take)
+        carry = _Carry(values, meta)
+        return carry.results(carry.leaves)
     from pyree import lax
     int_t = dtypes.canonicalize_dtype(int)
 
