@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
+import pyree.numpy  # noqa: F401 (installs the array operators traced functions use)
 from pyree import tree_util
 from pyree.transpiler import ad, ad_rules, control_flow_ad, custom_derivatives  # noqa: F401
 from pyree.transpiler.ir import ClosedIR, ShapedArray

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional, Sequence
 
+import pyree.numpy  # noqa: F401 (installs the array operators traced functions use)
 from pyree import tree_util
 from pyree.transpiler.control_flow import trace_region
 from pyree.transpiler.custom_derivatives import CallInfo, custom_jvp_call_p, custom_vjp_call_p

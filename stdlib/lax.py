@@ -320,3 +320,8 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
 
 from ._lax_control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402
 from ._custom_derivatives import stop_gradient  # noqa: E402
+
+
+# Last, as pyree.numpy imports this module: it installs the array operators (x + 1 on a traced
+# x) that functions given to cond, scan, while_loop... use.
+import pyree.numpy  # noqa: E402,F401

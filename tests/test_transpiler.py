@@ -931,6 +931,26 @@ def test_mlir_holds_structured_ops():
     assert "stablehlo.while" not in static and "stablehlo.if" in static
 
 
+def collatz_steps(n):
+    steps = 0
+    while n != 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+def test_small_branches_in_loops_become_selects():
+    # Inside a loop a stablehlo.if costs a host round trip per iteration: small branches
+    # without effects run both sides and select instead.
+    text = pyree.jit(collatz_steps).lower(27).as_text()
+    assert "stablehlo.while" in text and "stablehlo.select" in text
+    assert "stablehlo.if" not in text
+    assert int(pyree.jit(collatz_steps)(27)) == 111 and int(pyree.jit(collatz_steps)(1)) == 0
+
+
 def test_mlir_locations_name_the_users_lines():
     text = pyree.jit(mlir_example).lower(X5, 3, 1).as_text(debug_info=True)
     locs = {name: f"{file}:{line}" for name, file, line in

@@ -474,7 +474,7 @@ _I32 = ShapedArray((), np.dtype(np.int32))
 
 def _lower_in(ctx: RuleContext, region: IR, args: Sequence) -> list:
     from .control_flow import _lower_region_outputs
-    return _lower_region_outputs(ctx, region, args)
+    return _lower_region_outputs(ctx, region, args, loop_body=True)
 
 
 def _counted_while(types: list, inits: list, cond_fn, body_fn) -> list:

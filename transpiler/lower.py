@@ -163,6 +163,8 @@ class Lowering:
         self.dynamic = dynamic
         # Values that may share storage with the function's inputs (see aliases_input).
         self._input_views: set = set()
+        # Whether the code being emitted is inside a loop's body (see control_flow's conds).
+        self.in_loop = False
 
     def aliases_input(self, value) -> bool:
         """Whether ``value`` may be the storage of a function input (or a view of one).
