@@ -18,6 +18,7 @@ import numpy as np
 
 from pyree.dtypes import bfloat16
 
+from . import float64_math
 from . import primitives as P
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
 
@@ -165,6 +166,12 @@ class Lowering:
         self._input_views: set = set()
         # Whether the code being emitted is inside a loop's body (see control_flow's conds).
         self.in_loop = False
+        self._tags = 0
+
+    def new_tag(self) -> int:
+        """A number not handed out before by this Lowering (deterministic, for cache keys)."""
+        self._tags += 1
+        return self._tags
 
     def aliases_input(self, value) -> bool:
         """Whether ``value`` may be the storage of a function input (or a view of one).
@@ -366,9 +373,228 @@ def broadcast_to_result(ctx: RuleContext, operands: Sequence, avals: Sequence[Sh
     return results
 
 
+_F64, _I64, _BOOL = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)
+
+
+class ElementwiseOps:
+    """Elementwise operations on tensors of one shape, for rules written as formulas (those of
+    float64_math.py). ``wrap`` gives a ``Value``, which has Python's arithmetic, comparison and
+    bitwise operators; a Python number in an expression becomes a constant of the other
+    operand's dtype."""
+
+    def __init__(self, ctx: RuleContext, like, shape: tuple) -> None:
+        self.ctx, self.like, self.shape = ctx, like, shape  # like: any tensor of this shape
+        self._constants: dict = {}
+
+    def wrap(self, value, dtype) -> "Value":
+        return Value(self, value, np.dtype(dtype))
+
+    def type(self, dtype: np.dtype):
+        return tensor_type(ShapedArray(self.shape, dtype), self.ctx.dynamic)
+
+    def constant(self, number, dtype: np.dtype) -> "Value":
+        key = (dtype.str, np.asarray(number, dtype).tobytes())  # tells -0.0 from 0.0
+        value = self._constants.get(key)
+        if value is None:
+            value = self._constants[key] = self.wrap(
+                _splat(self.ctx, number, ShapedArray(self.shape, dtype), self.like), dtype)
+        return value
+
+    def float(self, number: float) -> "Value":
+        return self.constant(number, _F64)
+
+    def int(self, number: int) -> "Value":
+        return self.constant(number, _I64)
+
+    def operand(self, x, dtype: np.dtype) -> "Value":
+        """``x`` as a Value of ``dtype`` (a Python number becomes a constant)."""
+        if isinstance(x, Value):
+            if x.dtype != dtype:
+                raise TypeError(f"operands of dtypes {x.dtype} and {dtype} mixed")
+            return x
+        return self.constant(x, dtype)
+
+    def apply(self, name: str, dtype: np.dtype, *values: "Value") -> "Value":
+        return self.wrap(hlo(name, self.type(dtype), *(v.value for v in values)), dtype)
+
+    def compare(self, direction: str, a: "Value", b) -> "Value":
+        b = self.operand(b, a.dtype)
+        return self.wrap(_compare(self.ctx, a.value, b.value, direction,
+                                  ShapedArray(self.shape, a.dtype)), _BOOL)
+
+    def select(self, pred: "Value", on_true, on_false) -> "Value":
+        dtype = on_true.dtype if isinstance(on_true, Value) else on_false.dtype
+        return self.apply("select", dtype, pred, self.operand(on_true, dtype),
+                          self.operand(on_false, dtype))
+
+    def abs(self, x: "Value") -> "Value":
+        return self.apply("abs", x.dtype, x)
+
+    def floor(self, x: "Value") -> "Value":
+        return self.apply("floor", x.dtype, x)
+
+    def round_even(self, x: "Value") -> "Value":
+        return self.apply("round_nearest_even", x.dtype, x)
+
+    def max(self, a: "Value", b) -> "Value":
+        return self.apply("maximum", a.dtype, a, self.operand(b, a.dtype))
+
+    def min(self, a: "Value", b) -> "Value":
+        return self.apply("minimum", a.dtype, a, self.operand(b, a.dtype))
+
+    def clamp(self, x: "Value", lo, hi) -> "Value":
+        return self.max(self.min(x, hi), lo)
+
+    def barrier(self, x: "Value") -> "Value":
+        """``x``, which IREE may not fuse or analyse across."""
+        return self.wrap(op("stablehlo.optimization_barrier", [self.type(x.dtype)],
+                            [x.value]).result, x.dtype)
+
+    def bits(self, x: "Value") -> "Value":
+        """float64 -> int64 bit cast."""
+        return self.apply("bitcast_convert", _I64, x)
+
+    def from_bits(self, x: "Value") -> "Value":
+        return self.apply("bitcast_convert", _F64, x)
+
+    def to_float(self, x: "Value") -> "Value":
+        return self.apply("convert", _F64, x)
+
+    def to_int(self, x: "Value") -> "Value":
+        """float64 -> int64, truncating."""
+        return self.apply("convert", _I64, x)
+
+    def if_any(self, pred: "Value", operands: Sequence["Value"], dtypes: Sequence,
+               then_fn: Callable, else_fn: Callable) -> list:
+        """``then_fn(ops, *operands)`` if any element of ``pred`` is true, else
+        ``else_fn(ops, *operands)``: a cheaper else_fn for the elements most calls have, when
+        then_fn (right for all elements) is slow. Each returns Values of ``dtypes`` and gets
+        ops of its own (its constants live in its branch); they use no Values from outside but
+        ``operands``.
+
+        Only eager mode's one-primitive modules branch. In a jit program then_fn runs: a
+        branch there splits the program's dispatches where the host reads the predicate, and
+        IREE 3.13 miscompiles branches that hand back outer values inside loops (see
+        control_flow._made_here); with static shapes the table lookups that make then_fn slow
+        eagerly are cheap anyway."""
+        ir = mlir()
+        if not self.ctx.dynamic:
+            return list(then_fn(self, *operands))
+        bool_scalar = ShapedArray((), _BOOL)
+        (any_true,) = _reduce(self.ctx, [pred.value], [scalar_like(False, _BOOL)], [_BOOL],
+                              list(range(len(self.shape))), [bool_scalar],
+                              lambda acc, v: [hlo("or", tensor_type(bool_scalar), acc, v)])
+        dtypes = [np.dtype(d) for d in dtypes]
+        if_op = op("stablehlo.if", [self.type(d) for d in dtypes], [any_true], regions=2)
+        for region, fn in zip(if_op.regions, (then_fn, else_fn)):
+            block = ir.Block.create_at_start(region, [])
+            with ir.InsertionPoint(block):
+                outs = fn(ElementwiseOps(self.ctx, self.like, self.shape), *operands)
+                op("stablehlo.return", [], [v.value for v in outs])
+        return [self.wrap(r, d) for r, d in zip(if_op.results, dtypes)]
+
+    def exp(self, x: "Value") -> "Value":
+        return self.apply("exponential", x.dtype, x)
+
+    def log(self, x: "Value") -> "Value":
+        return self.apply("log", x.dtype, x)
+
+    def sqrt(self, x: "Value") -> "Value":
+        return self.apply("sqrt", x.dtype, x)
+
+    def expm1(self, x: "Value") -> "Value":
+        """float64 only (IREE's own is exp(x) - 1)."""
+        return self.wrap(_expm1_f64(self.ctx, x.value, ShapedArray(self.shape, _F64)), _F64)
+
+    def log1p(self, x: "Value") -> "Value":
+        """float64 only (IREE's own is log(1 + x))."""
+        return self.wrap(_log1p_f64(self.ctx, x.value, ShapedArray(self.shape, _F64)), _F64)
+
+    def take(self, table: Sequence[int], index: "Value") -> "Value":
+        """``table[index]`` for a constant int64 table (a gather; index clamped into it)."""
+        ir = mlir()
+        table_value = constant(np.asarray(table, np.int64), ShapedArray((len(table),), _I64))
+        numbers = ir.Attribute.parse(
+            "#stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
+            f"index_vector_dim = {len(self.shape)}>")
+        return self.wrap(op("stablehlo.gather", [self.type(_I64)], [table_value, index.value],
+                            {"dimension_numbers": numbers,
+                             "slice_sizes": i64_array([1])}).result, _I64)
+
+
+class Value:
+    """A tensor of an ``ElementwiseOps``, with Python's operators (see there)."""
+
+    __slots__ = ("ops", "value", "dtype")
+    __hash__ = None  # == builds a comparison
+
+    def __init__(self, ops: ElementwiseOps, value, dtype: np.dtype) -> None:
+        self.ops, self.value, self.dtype = ops, value, dtype
+
+    def _binary(self, name: str, other, reflected: bool = False) -> "Value":
+        other = self.ops.operand(other, self.dtype)
+        a, b = (other, self) if reflected else (self, other)
+        return self.ops.apply(name, self.dtype, a, b)
+
+    def __add__(self, other): return self._binary("add", other)
+    def __radd__(self, other): return self._binary("add", other, True)
+    def __sub__(self, other): return self._binary("subtract", other)
+    def __rsub__(self, other): return self._binary("subtract", other, True)
+    def __mul__(self, other): return self._binary("multiply", other)
+    def __rmul__(self, other): return self._binary("multiply", other, True)
+    def __truediv__(self, other): return self._binary("divide", other)
+    def __rtruediv__(self, other): return self._binary("divide", other, True)
+    # Integer // and % truncate (as C's): the formulas use them on non-negative integers only.
+    def __floordiv__(self, other): return self._binary("divide", other)
+    def __mod__(self, other): return self._binary("remainder", other)
+    def __and__(self, other): return self._binary("and", other)
+    def __rand__(self, other): return self._binary("and", other, True)
+    def __or__(self, other): return self._binary("or", other)
+    def __ror__(self, other): return self._binary("or", other, True)
+    def __xor__(self, other): return self._binary("xor", other)
+    def __lshift__(self, other): return self._binary("shift_left", other)
+    def __rshift__(self, other): return self._binary("shift_right_arithmetic", other)
+    def __neg__(self): return self.ops.apply("negate", self.dtype, self)
+    def __invert__(self): return self.ops.apply("not", self.dtype, self)
+    def __lt__(self, other): return self.ops.compare("LT", self, other)
+    def __le__(self, other): return self.ops.compare("LE", self, other)
+    def __gt__(self, other): return self.ops.compare("GT", self, other)
+    def __ge__(self, other): return self.ops.compare("GE", self, other)
+    def __eq__(self, other): return self.ops.compare("EQ", self, other)
+    def __ne__(self, other): return self.ops.compare("NE", self, other)
+
+
+def _complex128_formula(ctx: RuleContext, formula: Callable, *operands):
+    """Lower an elementwise complex128 op by ``formula(ops, re0, im0, re1, im1, ...)``
+    returning (re, im) (float64_math.py)."""
+    ops = ElementwiseOps(ctx, operands[0], ctx.avals_out[0].shape)
+    parts = []
+    for v in operands:
+        parts += [ops.apply(part, _F64, ops.wrap(v, np.dtype(np.complex128)))
+                  for part in ("real", "imag")]
+    if not ctx.dynamic:
+        # IREE 3.13's dispatch formation at O3 fails ("operand #1 does not dominate this use")
+        # on some programs where several of these formulas share their operand's parts (CSE
+        # merges the formulas' common subexpressions): a barrier per formula keeps them apart.
+        # Its extra operand, a number no other barrier of this module has, keeps CSE from
+        # merging the barriers themselves.
+        tag = scalar_like(ctx.lowering.new_tag(), _I64)
+        barrier = op("stablehlo.optimization_barrier", [p.value.type for p in parts] + [tag.type],
+                     [p.value for p in parts] + [tag])
+        parts = [ops.wrap(r, _F64) for r in list(barrier.results)[:-1]]
+    re, im = formula(ops, *parts)
+    return hlo("complex", ctx.out_type(), re.value, im.value)
+
+
+def _float64_formula(ctx: RuleContext, formula: Callable, *operands):
+    """Lower an elementwise float64 op by ``formula(ops, *values)`` (float64_math.py);
+    operands have the result's shape."""
+    ops = ElementwiseOps(ctx, operands[0], ctx.avals_out[0].shape)
+    return formula(ops, *(ops.wrap(v, _F64) for v in operands)).value
+
+
 _UNARY = {
-    P.neg_p: "negate", P.exp_p: "exponential", P.log_p: "log", P.log1p_p: "log_plus_one",
-    P.expm1_p: "exponential_minus_one", P.tanh_p: "tanh", P.logistic_p: "logistic",
+    P.neg_p: "negate", P.exp_p: "exponential", P.log_p: "log", P.logistic_p: "logistic",
     P.sqrt_p: "sqrt", P.rsqrt_p: "rsqrt", P.floor_p: "floor", P.ceil_p: "ceil", P.not_p: "not",
     P.is_finite_p: "is_finite",
 }
@@ -403,11 +629,72 @@ def _round_rule(ctx: RuleContext, x, *, rounding_method: int = 0):
                ctx.out_type(), x)
 
 
+# IREE's llvm-cpu computes float64 expm1 and log1p as exp(x) - 1 and log(1 + x) (all
+# precision lost for |x| << 1: expm1(1e-20) came out as 0), and has no float64 tanh at all (it
+# links against a libm symbol that is not there). For float64 these rules use exp and log,
+# which are accurate, with the classic corrections that cancel the rounding error of 1 + x.
+
+def _expm1_f64(ctx: RuleContext, x, aval: ShapedArray):
+    # Kahan: with u = exp(x) rounded, (u - 1) * x / log(u) is accurate whenever u != 1.
+    t = tensor_type(aval, ctx.dynamic)
+    u = hlo("exponential", t, x)
+    u_minus_1 = hlo("subtract", t, u, _splat(ctx, 1.0, aval, x))
+    corrected = hlo("multiply", t, u_minus_1, hlo("divide", t, x, hlo("log", t, u)))
+    # u == 1: |x| is below the rounding of 1, and expm1 x = x. u == inf (inf / inf) or u == 0
+    # (x / log 0 = -0): the correction breaks down, and u - 1 is already exact.
+    tiny = _compare(ctx, u, _splat(ctx, 1.0, aval, x), "EQ", aval)
+    saturated = hlo("or", tensor_type(aval.update(dtype=np.dtype(np.bool_)), ctx.dynamic),
+                    _compare(ctx, u, _splat(ctx, np.inf, aval, x), "EQ", aval),
+                    _compare(ctx, u_minus_1, _splat(ctx, -1.0, aval, x), "EQ", aval))
+    return hlo("select", t, tiny, x, hlo("select", t, saturated, u_minus_1, corrected))
+
+
+def _log1p_f64(ctx: RuleContext, x, aval: ShapedArray):
+    # Goldberg: with u = 1 + x rounded, log(u) * x / (u - 1) is accurate whenever u != 1.
+    t = tensor_type(aval, ctx.dynamic)
+    u = hlo("add", t, x, _splat(ctx, 1.0, aval, x))
+    corrected = hlo("multiply", t, hlo("log", t, u),
+                    hlo("divide", t, x, hlo("subtract", t, u, _splat(ctx, 1.0, aval, x))))
+    tiny = _compare(ctx, u, _splat(ctx, 1.0, aval, x), "EQ", aval)
+    infinite = _compare(ctx, u, _splat(ctx, np.inf, aval, x), "EQ", aval)
+    return hlo("select", t, tiny, x, hlo("select", t, infinite, u, corrected))
+
+
+def _expm1_rule(ctx: RuleContext, x):
+    aval = ctx.avals_in[0]
+    if aval.dtype == np.float64:
+        return _expm1_f64(ctx, x, aval)
+    return hlo("exponential_minus_one", ctx.out_type(), x)
+
+
+def _log1p_rule(ctx: RuleContext, x):
+    aval = ctx.avals_in[0]
+    if aval.dtype == np.float64:
+        return _log1p_f64(ctx, x, aval)
+    return hlo("log_plus_one", ctx.out_type(), x)
+
+
+def _tanh_rule(ctx: RuleContext, x):
+    t = ctx.out_type()
+    aval = ctx.avals_in[0]
+    if aval.dtype != np.float64:
+        return hlo("tanh", t, x)
+    # tanh |x| = e / (e + 2) with e = expm1(2|x|); |x| is capped at 20, past which tanh is 1
+    # in float64 and e would overflow (inf / inf). sign(x) restores the sign (and keeps -0.0
+    # and NaN).
+    a = hlo("minimum", t, hlo("abs", t, x), _splat(ctx, 20.0, aval, x))
+    e = _expm1_f64(ctx, hlo("add", t, a, a), aval)
+    magnitude = hlo("divide", t, e, hlo("add", t, e, _splat(ctx, 2.0, aval, x)))
+    return hlo("multiply", t, hlo("sign", t, x), magnitude)
+
+
 def _erf_rule(ctx: RuleContext, x):
     return op("chlo.erf", [ctx.out_type()], [x]).result
 
 
 def _cbrt_rule(ctx: RuleContext, x):
+    if ctx.avals_in[0].dtype == _F64:
+        return _float64_formula(ctx, float64_math.cbrt, x)
     t = ctx.out_type()
     if ctx.avals_in[0].dtype.kind != "f" and ctx.avals_in[0].dtype != bfloat16:
         return hlo("cbrt", t, x)
@@ -435,6 +722,8 @@ def _trig_rule(kind: str) -> Callable:
 
     def rule(ctx: RuleContext, x):
         in_aval = ctx.avals_in[0]
+        if in_aval.dtype == _F64:
+            return _float64_formula(ctx, lambda m, v: float64_math.sin_cos_tan(m, v, kind), x)
         if in_aval.dtype not in (np.dtype(np.float32), np.dtype(np.float16), bfloat16):
             return hlo(names[kind], ctx.out_type(), x)
         aval = ShapedArray(in_aval.shape, np.dtype(np.float32))
@@ -484,6 +773,9 @@ def _trig_rule(kind: str) -> Callable:
 
 
 lowering_rules[P.abs_p] = _abs_rule
+lowering_rules[P.tanh_p] = _tanh_rule
+lowering_rules[P.expm1_p] = _expm1_rule
+lowering_rules[P.log1p_p] = _log1p_rule
 lowering_rules[P.sign_p] = _sign_rule
 lowering_rules[P.cbrt_p] = _cbrt_rule
 lowering_rules[P.sin_p] = _trig_rule("sin")
@@ -565,6 +857,9 @@ def _pow_rule(ctx: RuleContext, x, y):
         t32 = tensor_type(out.update(dtype=np.dtype(np.float32)), ctx.dynamic)
         result = hlo("convert", t, hlo("power", t32, hlo("convert", t32, hlo("abs", t, x)),
                                        hlo("convert", t32, y)))
+    elif out.dtype == _F64:
+        # IREE's exp(y * log x) loses up to ~500 ulps in float64.
+        result = _float64_formula(ctx, float64_math.pow_abs, hlo("abs", t, x), y)
     else:
         result = hlo("power", t, hlo("abs", t, x), y)
     y_integer = cmp(hlo("floor", t, y), y, "EQ")
@@ -591,6 +886,8 @@ def _sign_bit(ctx: RuleContext, x, aval: ShapedArray):
 def _atan2_rule(ctx: RuleContext, y, x):
     out = ctx.avals_out[0]
     y, x = broadcast_to_result(ctx, [y, x], ctx.avals_in, out)
+    if out.dtype == _F64:
+        return _float64_formula(ctx, float64_math.atan2, y, x)
     t = ctx.out_type()
     if out.dtype.kind != "f" and out.dtype != bfloat16:
         return hlo("atan2", t, y, x)
@@ -639,6 +936,8 @@ def _div_rem_rule(name: str) -> Callable:
         out = ctx.avals_out[0]
         x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, out)
         t = ctx.out_type()
+        if name == "remainder" and out.dtype == _F64:
+            return _float64_formula(ctx, float64_math.rem, x, y)
         if out.dtype.kind not in "iu":
             return hlo(name, t, x, y)
         # Integer division by zero (and INT_MIN / -1) traps on x86 and would kill the process;
@@ -1097,3 +1396,45 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
 
 
 lowering_rules[P.dot_general_p] = _dot_general_rule
+
+
+# -- complex128 ------------------------------------------------------------------------------------
+# IREE expands these into float64 sin, cos and atan2, which it cannot link (see float64_math.py).
+
+def _complex128_rule(rule: Callable, formula: Callable) -> Callable:
+    def complex128_or_rule(ctx: RuleContext, *operands, **params):
+        if ctx.avals_out[0].dtype != np.complex128:
+            return rule(ctx, *operands, **params)
+        operands = broadcast_to_result(ctx, operands, ctx.avals_in, ctx.avals_out[0])
+        return _complex128_formula(ctx, formula, *operands)
+    return complex128_or_rule
+
+
+def _complex_rsqrt(m, a, b):
+    re, im = float64_math.complex_sqrt(m, a, b)
+    return _complex_reciprocal(m, re, im)
+
+
+def _complex_logistic(m, a, b):
+    re, im = float64_math.complex_exp(m, -a, -b)
+    return _complex_reciprocal(m, 1.0 + re, im)
+
+
+def _complex_reciprocal(m, re, im):
+    """1 / (re + i im) by Smith's method (no overflow in the squares)."""
+    swap = m.abs(im) > m.abs(re)
+    big, small = m.select(swap, im, re), m.select(swap, re, im)
+    ratio = small / big
+    denominator = big + small * ratio
+    first, second = 1.0 / denominator, -ratio / denominator
+    return m.select(swap, -second, first), m.select(swap, -first, second)
+
+
+for _prim, _formula in ((P.exp_p, float64_math.complex_exp), (P.log_p, float64_math.complex_log),
+                        (P.expm1_p, float64_math.complex_expm1),
+                        (P.log1p_p, float64_math.complex_log1p),
+                        (P.sin_p, float64_math.complex_sin), (P.cos_p, float64_math.complex_cos),
+                        (P.tan_p, float64_math.complex_tan), (P.tanh_p, float64_math.complex_tanh),
+                        (P.sqrt_p, float64_math.complex_sqrt), (P.rsqrt_p, _complex_rsqrt),
+                        (P.logistic_p, _complex_logistic), (P.pow_p, float64_math.complex_pow)):
+    lowering_rules[_prim] = _complex128_rule(lowering_rules[_prim], _formula)
