@@ -2,6 +2,7 @@
 
     python benchmarks/run.py            # all benchmarks (JAX is optional: pip install .[bench])
     python benchmarks/run.py --rounds 9
+    python benchmarks/ad.py             # only the gradient benchmarks (MLP step, scan RNN)
 
 Each benchmark alternates the contestants over several rounds and reports the median round,
 so that a noisy machine hurts all of them alike. Times are per call, waiting for the result
@@ -210,6 +211,8 @@ def main() -> None:
         ("(X - X.mean(0)) / X.std(0), 10000x10", lambda: bench_norm(args.rounds), 1.2),
         ("matmul 1000x1000 f32", lambda: bench_matmul(args.rounds), 1.5),
     ]
+    from ad import benchmarks as ad_benchmarks  # gradients: benchmarks/ad.py (imports this file)
+    benchmarks += ad_benchmarks(args.rounds)
     rows, results = [], {}
     for name, run, bar in benchmarks:
         times = run()
@@ -222,19 +225,19 @@ def main() -> None:
     results["first call, new process"] = first
 
     print()
-    print(f"{'benchmark':40s} {'pyree':>12s} {'JAX':>12s} {'NumPy':>12s} {'pyree/JAX':>10s} "
+    print(f"{'benchmark':42s} {'pyree':>12s} {'JAX':>12s} {'NumPy':>12s} {'pyree/JAX':>10s} "
           f"{'bar':>5s} {'pyree/NumPy':>12s}")
     for name, times, ratio, numpy_ratio, bar in rows:
         jax_t = fmt(times["jax"]) if "jax" in times else "-"
         np_t = fmt(times["numpy"]) if "numpy" in times else "-"
         r = f"{ratio:10.2f}" if ratio is not None else f"{'-':>10s}"
         nr = f"{numpy_ratio:12.2f}" if numpy_ratio is not None else f"{'-':>12s}"
-        print(f"{name:40s} {fmt(times['pyree']):>12s} {jax_t:>12s} {np_t:>12s} {r} {bar:5.1f} {nr}")
+        print(f"{name:42s} {fmt(times['pyree']):>12s} {jax_t:>12s} {np_t:>12s} {r} {bar:5.1f} {nr}")
     jax_first = first.get("jax")
     for key, bar in (("pyree cold cache", None), ("pyree warm cache", 2.0)):
         r = f"{first[key] / jax_first:10.2f}" if jax_first else f"{'-':>10s}"
         b = f"{bar:5.1f}" if bar else f"{'':5s}"
-        print(f"{'first call, new process, ' + key[6:]:40s} {fmt(first[key]):>12s} "
+        print(f"{'first call, new process, ' + key[6:]:42s} {fmt(first[key]):>12s} "
               f"{fmt(jax_first) if jax_first else '-':>12s} {'-':>12s} {r} {b} {'-':>12s}")
     if args.json:
         with open(args.json, "w") as f:

@@ -32,7 +32,7 @@ _ATTRIBUTES = {
     "tree_unflatten": "pyree.tree_util", "tree_leaves": "pyree.tree_util",
     "tree_structure": "pyree.tree_util",
 }
-_SUBMODULES = {"numpy", "lax", "tree_util", "tree", "errors", "config", "dtypes", "runtime",
+_SUBMODULES = {"numpy", "lax", "nn", "tree_util", "tree", "errors", "config", "dtypes", "runtime",
                "test_util",
                "transpiler"}
 
