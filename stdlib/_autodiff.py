@@ -25,23 +25,51 @@ def _converted(fun: Callable) -> Callable:
     return converted(fun)
 
 
+class _Aux:
+    """The auxiliary output of a ``has_aux`` function, traced along with the main output: its
+    traced leaves are extra outputs of the IR (after the main ones), so that they come back as
+    values rather than as tracers of a trace that has ended; other leaves are kept as they are."""
+
+    def __init__(self, tree: Any, leaves: list, traced: list[bool]) -> None:
+        self.tree = tree
+        self.leaves = leaves
+        self.traced = traced
+
+    @property
+    def num_traced(self) -> int:
+        return sum(self.traced)
+
+    def rebuild(self, values: Sequence[Any]) -> Any:
+        """The aux pytree, given the values of the traced leaves (in order)."""
+        it = iter(_materialize(list(values)))
+        return tree_util.tree_unflatten(
+            self.tree, [next(it) if t else leaf for leaf, t in zip(self.leaves, self.traced)])
+
+
 def _trace(fun: Callable, flat_args: Sequence[Any], in_tree, has_aux: bool = False
-           ) -> tuple[ClosedIR, Any, Any]:
-    """Trace ``fun`` on the flattened arguments: (IR, output tree, aux)."""
+           ) -> tuple[ClosedIR, Any, Optional[_Aux]]:
+    """Trace ``fun`` on the flattened arguments: (IR, output tree, aux). With ``has_aux`` the
+    IR's outputs are the main output's leaves followed by the aux's traced leaves."""
     from pyree.transpiler.convert import converted
+    from pyree.transpiler.trace import Tracer
     fn = converted(fun)
     box: dict = {}
 
     def flat_fun(*xs):
         args = tree_util.tree_unflatten(in_tree, list(xs))
         out = fn(*args)
+        aux_outs: list = []
         if has_aux:
             if not isinstance(out, tuple) or len(out) != 2:
                 raise TypeError(f"has_aux=True: the function must return a pair (output, aux), "
                                 f"got {type(out).__name__}{where(None)}")
-            out, box["aux"] = out
+            out, aux = out
+            aux_leaves, aux_tree = tree_util.tree_flatten(aux)
+            traced = [isinstance(leaf, Tracer) for leaf in aux_leaves]
+            box["aux"] = _Aux(aux_tree, aux_leaves, traced)
+            aux_outs = [leaf for leaf, t in zip(aux_leaves, traced) if t]
         leaves, box["tree"] = tree_util.tree_flatten(out)
-        return leaves
+        return leaves + aux_outs
 
     avals = [get_aval(x) for x in flat_args]
     closed = trace_to_ir(flat_fun, avals, top_level=False)
@@ -107,11 +135,13 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     ts = [t if ad.is_differentiable(get_aval(p)) else ad.Zero(get_aval(p))
           for p, t in zip(p_leaves, t_leaves)]
     outs, touts = ad.jvp_eval(closed, p_leaves, ts)
+    n_out = out_tree.num_leaves
+    aux_values, outs, touts = outs[n_out:], outs[:n_out], touts[:n_out]
     touts = [ad.instantiate(t) if ad.is_differentiable(get_aval(o)) or not isinstance(t, ad.Zero)
              else _zeros_for(o) for o, t in zip(outs, touts)]
     result = (tree_util.tree_unflatten(out_tree, _materialize(outs)),
               tree_util.tree_unflatten(out_tree, touts))
-    return result + (aux,) if has_aux else result
+    return result + (aux.rebuild(aux_values),) if has_aux else result
 
 
 def _materialize(values: Sequence[Any]) -> list:
@@ -162,8 +192,13 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
     nonzero = [ad.is_differentiable(get_aval(p)) for p in p_leaves]
     lin, _ = ad.linearize_closed(closed, nonzero)
     env = ad.forward_pass(lin, p_leaves)
-    outs = _materialize([ad.read_env(env, a) for a in lin.primal_out])
+    all_outs = _materialize([ad.read_env(env, a) for a in lin.primal_out])
+    n_out = out_tree.num_leaves
+    outs, aux_values = all_outs[:n_out], all_outs[n_out:]
     out_avals = [get_aval(o) for o in outs]
+    # The aux outputs are outputs of the linearized IR too; no cotangent flows into them.
+    aux_cts = [ad.Zero(ad.tangent_aval(get_aval(a))) for a in aux_values
+               if ad.is_differentiable(get_aval(a))]
 
     def f_vjp(cotangents: Any) -> tuple:
         ct_leaves, ct_tree = tree_util.tree_flatten(cotangents)
@@ -178,7 +213,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
                                  f"shape {aval.shape}{where(None)}")
             if ad.is_differentiable(aval):  # non-differentiable outputs have no tangent
                 cts.append(_cast(ct, aval.dtype))
-        in_cts = ad.backward_pass(lin, env, cts)
+        in_cts = ad.backward_pass(lin, env, cts + aux_cts)
         it = iter(in_cts)
         result = []
         for p, nz in zip(p_leaves, nonzero):
@@ -187,7 +222,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
         return tree_util.tree_unflatten(p_tree, _materialize(result))
 
     result = (tree_util.tree_unflatten(out_tree, outs), f_vjp)
-    return result + (aux,) if has_aux else result
+    return result + (aux.rebuild(aux_values),) if has_aux else result
 
 
 def _cast(x: Any, dtype: np.dtype) -> Any:
@@ -320,6 +355,8 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
             return fun_converted(*full, **kwargs)
 
         closed, out_tree, aux = _trace(partial_fun, d_leaves, d_tree, has_aux)
+        n_out = out_tree.num_leaves
+        aux_values = None
         per_input = []
         for k, leaf in enumerate(d_leaves):
             aval = get_aval(leaf)
@@ -327,9 +364,10 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
             for e in _basis(aval):
                 ts = [e if j == k else ad.Zero(get_aval(d)) for j, d in enumerate(d_leaves)]
                 outs, touts = ad.jvp_eval(closed, d_leaves, ts)
-                columns.append([ad.instantiate(t) for t in touts])
+                aux_values = outs[n_out:]
+                columns.append([ad.instantiate(t) for t in touts[:n_out]])
             blocks = []
-            for o, out_leaf in enumerate(closed.ir.outs):
+            for o, out_leaf in enumerate(closed.ir.outs[:n_out]):
                 o_aval = out_leaf.aval
                 col = [c[o] for c in columns]  # per input element: d out / d x_e
                 stacked = _stack_elements(col, aval.shape)  # in_shape + out_shape
@@ -340,7 +378,12 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
                               _zeros_for(jnp_empty(o_aval.shape + aval.shape, o_aval.dtype)))
             per_input.append(blocks)
         jac = _assemble(per_input, out_tree, d_tree, single)
-        return (jac, aux) if has_aux else jac
+        if not has_aux:
+            return jac
+        if aux_values is None:  # no input elements: evaluate the function once for its aux
+            outs, _ = ad.jvp_eval(closed, d_leaves, [ad.Zero(get_aval(d)) for d in d_leaves])
+            aux_values = outs[n_out:]
+        return jac, aux.rebuild(aux_values)
 
     return jac_fun
 

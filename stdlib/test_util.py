@@ -24,7 +24,10 @@ def _leaves(tree: Any) -> list:
 
 
 def _dtype_of(args: Sequence[Any]) -> np.dtype:
-    dtypes = [np.asarray(x).dtype for x in tree_util.tree_leaves(args)]
+    """The widest float dtype the arguments are computed in: canonicalized, so that float64
+    inputs with x64 disabled (computed in float32) get float32's step and tolerances."""
+    from pyree.dtypes import canonicalize_dtype
+    dtypes = [canonicalize_dtype(np.asarray(x).dtype) for x in tree_util.tree_leaves(args)]
     floats = [d for d in dtypes if d.kind == "f"]
     return max(floats, key=lambda d: d.itemsize) if floats else np.dtype(np.float32)
 

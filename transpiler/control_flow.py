@@ -149,7 +149,9 @@ def _cond_lowering(ctx: RuleContext, index, *operands, branches):
         block = ir.Block.create_at_start(region, [])
         with ir.InsertionPoint(block):
             outs = _lower_region_outputs(ctx, branch, operands)
-            op("stablehlo.return", [], [_made_here(v, block) for v in outs])
+            if ctx.lowering.in_loop:
+                outs = [_made_here(v, block) for v in outs]
+            op("stablehlo.return", [], outs)
     return list(if_op.results)
 
 
@@ -157,7 +159,10 @@ def _made_here(value, block):
     """``value`` as a result of an op in ``block``. Works around an IREE 3.13 bug: a branch of a
     stablehlo.if/case that hands back a value from outside it (the `else` of ``if p: x = ...``
     keeps the old x), with loops around, fails at run time (invalid command buffer bindings,
-    null buffers). A one-value optimization barrier in the branch is a no-op that avoids it."""
+    null buffers). A one-value optimization barrier in the branch is a no-op that avoids it.
+    Outside loops the barrier does the harm instead: a case at a function's top level that
+    returns a barrier of an argument gives a null output buffer (second derivatives of switch),
+    so only branches inside loops get one."""
     owner = getattr(value, "owner", None)
     if isinstance(value, mlir().OpResult) and getattr(owner, "operation", owner).block == block:
         return value
@@ -332,7 +337,7 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
                   for rows, a in zip(y_rows, y_avals)]
         return list(carry), blocks, start
 
-    if n_chunks == 0:  # at most one chunk: no loop
+    if length <= k:  # at most one chunk: no loop
         carry, blocks, _ = run_steps(init, scalar_like(0, np.int32), length)
         return carry + blocks
 

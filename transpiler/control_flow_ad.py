@@ -478,7 +478,14 @@ def _lower_in(ctx: RuleContext, region: IR, args: Sequence) -> list:
 
 
 def _counted_while(types: list, inits: list, cond_fn, body_fn) -> list:
-    """A stablehlo.while whose regions ``cond_fn``/``body_fn`` build from the block args."""
+    """A stablehlo.while whose regions ``cond_fn``/``body_fn`` build from the block args; the
+    first carry is an int32 step counter that starts at 0 and that the body increments.
+
+    A carry the body does not read (a ``prev`` it overwrites, that only the condition reads)
+    gets a read: ``select(counter < 0, old, new)``, always ``new``. Without one, IREE 3.13
+    miscompiles the loop: it rotates it into an if around a do-while, where such a carry is
+    dead, drops it from the loop's inputs but not from its results, and the stream conversion
+    then crashes the compiler (or rejects the module)."""
     ir = mlir()
     loop = op("stablehlo.while", types, inits, regions=2)
     cond_block = ir.Block.create_at_start(loop.regions[0], types)
@@ -486,7 +493,20 @@ def _counted_while(types: list, inits: list, cond_fn, body_fn) -> list:
         op("stablehlo.return", [], [cond_fn(list(cond_block.arguments))])
     body_block = ir.Block.create_at_start(loop.regions[1], types)
     with ir.InsertionPoint(body_block):
-        op("stablehlo.return", [], body_fn(list(body_block.arguments)))
+        args = list(body_block.arguments)
+        outs = list(body_fn(args))
+        unread = [i for i in range(1, len(args))
+                  if not list(args[i].uses) and outs[i] != args[i]]
+        if unread:
+            never = op("stablehlo.compare", [tensor_type(ShapedArray((), np.dtype(np.bool_)))],
+                       [args[0], scalar_like(0, np.int32)], {
+                           "comparison_direction": ir.Attribute.parse(
+                               "#stablehlo<comparison_direction LT>"),
+                           "compare_type": ir.Attribute.parse(
+                               "#stablehlo<comparison_type SIGNED>")}).result
+            for i in unread:
+                outs[i] = hlo("select", types[i], never, args[i], outs[i])
+        op("stablehlo.return", [], outs)
     return list(loop.results)
 
 
@@ -562,7 +582,12 @@ def _replay_scan_lowering(ctx: RuleContext, n, *operands, body, primal_body, sta
         replayed = _counted_while(
             [i32_t] + primal_types, [scalar_like(0, np.int32)] + primal_init, less_than(index),
             lambda a: [_increment(a[0])] + primal_step(a[1:1 + n_p]))
-        return [_increment(k)] + step(carry, replayed[1:])
+        # Without a barrier on the replayed carry, IREE 3.13's stream partitioning fails
+        # ("circular dependency: input operation uses partition output") on some programs,
+        # e.g. the gradient of a bisection followed by a Newton step.
+        replayed = list(op("stablehlo.optimization_barrier", primal_types,
+                           replayed[1:]).results) if n_p else []
+        return [_increment(k)] + step(carry, replayed)
 
     results = _counted_while([i32_t] + carry_types, [scalar_like(0, np.int32)] + init,
                              less_than(n), backward_step)
@@ -573,12 +598,14 @@ abstract_eval_rules[replay_scan_p] = _replay_scan_abstract_eval
 lowering_rules[replay_scan_p] = _replay_scan_lowering
 
 
-def _dce(ir: IR) -> IR:
+def _dce(ir: IR, keep_effects: bool = True) -> IR:
+    """``ir`` without the equations its outputs do not need; effects (print, assert) are kept
+    unless ``keep_effects`` is false (in replays of steps that have run once already)."""
     live = {id(a) for a in ir.outs if isinstance(a, Var)}
     kept = []
     from .trace import has_effects
     for eqn in reversed(ir.eqns):
-        if any(id(v) in live for v in eqn.outputs) or has_effects([eqn]):
+        if any(id(v) in live for v in eqn.outputs) or keep_effects and has_effects([eqn]):
             kept.append(eqn)
             live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
     kept.reverse()
@@ -620,9 +647,11 @@ def _while_partial_eval(eqn: Eqn, unknown: Sequence[bool]) -> tuple[list, list]:
                          [v for v, u in zip(cond_ir.in_vars[cn:], carry_u) if not u],
                          cond_ir.eqns, cond_ir.outs))
     # The linear step: the JVP body at the step's primal carry (only the carries it reads).
+    # The primal loop (while_count) runs the body's prints and asserts; the replays do not.
+    replay_body = _dce(primal_body, keep_effects=False)
     step = _dce(IR([], known_bconst_vars + unknown_bconst_vars + unknown_carry_vars +
                    known_carry_vars, body_ir.eqns,
-                   [a for a, u in zip(body_ir.outs, carry_u) if u]))
+                   [a for a, u in zip(body_ir.outs, carry_u) if u]), keep_effects=False)
     used = {id(a) for e in step.eqns for a in e.inputs} | {id(a) for a in step.outs}
     stacked = tuple(id(v) in used for v in known_carry_vars)
     step = IR([], step.in_vars[:len(step.in_vars) - len(known_carry_vars)] +
@@ -635,7 +664,7 @@ def _while_partial_eval(eqn: Eqn, unknown: Sequence[bool]) -> tuple[list, list]:
     unknown_eqn = Eqn(replay_scan_p,
                       [count] + known_bconsts + [a for a, u in zip(bconsts, bconst_u) if u] +
                       [a for a, u in zip(carry_in, carry_u) if u] + known_bconsts + known_init,
-                      {"body": step, "primal_body": primal_body, "stacked": stacked,
+                      {"body": step, "primal_body": replay_body, "stacked": stacked,
                        "reverse": False,
                        "num_consts": len(known_bconst_vars) + len(unknown_bconst_vars),
                        "num_carry": len(unknown_carry_vars),

@@ -64,7 +64,10 @@ _LIBRARY_DIRS = _library_dirs()
 def is_library(fn: Any) -> bool:
     """Whether ``fn`` belongs to library code that is called, never converted."""
     module = getattr(fn, "__module__", None) or ""
-    if module.split(".")[0] in _LIBRARY_MODULES:
+    # The module whose globals the code runs in: a wrapper made with functools.wraps (as
+    # grad's) carries the wrapped function's __module__.
+    defining = (getattr(fn, "__globals__", None) or {}).get("__name__") or ""
+    if module.split(".")[0] in _LIBRARY_MODULES or defining.split(".")[0] in _LIBRARY_MODULES:
         return True
     code = getattr(fn, "__code__", None)
     if code is None:

@@ -17,7 +17,7 @@ from . import ad
 from .ad import Zero, instantiate, jvp_rules, tangent_aval, transpose_rules
 from .ir import IR, ShapedArray
 from .lower import Lowering, RuleContext, lowering_rules
-from .trace import Primitive, abstract_eval_rules, effectful_primitives, get_aval
+from .trace import Primitive, TypedScalar, abstract_eval_rules, effectful_primitives, get_aval
 
 stop_gradient_p = Primitive("stop_gradient")
 abstract_eval_rules[stop_gradient_p] = lambda x: x
@@ -68,7 +68,16 @@ class CallInfo:
         return f"<custom rule {getattr(self.rule, '__name__', self.rule)!s:.40}>"
 
 
+def _user_values(values: Sequence[Any]) -> list:
+    """Operands as values user code can compute with: a literal of the IR (a TypedScalar, e.g.
+    a Python scalar argument) becomes a rank-0 array (or tracer)."""
+    from . import primitives as P
+    return [P.broadcast_in_dim_p.bind(v, shape=(), broadcast_dimensions=())
+            if isinstance(v, TypedScalar) else v for v in values]
+
+
 def _custom_jvp_rule(primals, tangents, *, fun, info):
+    primals = _user_values(primals)
     consts, args = primals[:info.num_consts], primals[info.num_consts:]
     t_args = tangents[info.num_consts:]
     t_args = [instantiate(t) if not isinstance(t, Zero) else ad.zeros(tangent_aval(t.aval))
@@ -95,6 +104,7 @@ jvp_rules[custom_jvp_call_p] = _custom_jvp_rule
 
 def _custom_vjp_rule(primals, tangents, *, fun, info):
     fwd, bwd = info.rule
+    primals = _user_values(primals)
     args = primals[info.num_consts:]
     arg_tree = tree_util.tree_unflatten(info.in_tree, list(args))
     full = _with_nondiff(info.nondiff, tuple(arg_tree))
@@ -139,6 +149,7 @@ def _custom_lin_lowering(ctx, *args, info, out_avals):
 def _custom_lin_transpose(cts, *args, info, out_avals):
     bwd, res_tree = info.rule
     n_res = info.num_consts
+    args = _user_values(args[:n_res]) + list(args[n_res:])
     residuals = tree_util.tree_unflatten(res_tree, list(args[:n_res]))
     ct_tree = tree_util.tree_unflatten(info.out_tree, [instantiate(c) for c in cts])
     in_cts = bwd(*[v for _, v in info.nondiff], residuals, ct_tree)

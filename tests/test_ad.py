@@ -1,0 +1,989 @@
+"""Automatic differentiation: every differentiable primitive, control flow, higher order, the
+API (grad & friends, custom rules) and numerics.
+
+Derivatives are checked against finite differences (``pyree.test_util.check_grads``: JVPs
+along random directions and ``<vjp(u), v>`` against ``<u, J v>``, to order 1 and 2 in both
+modes) and against closed forms. Inputs sit at safe points, away from kinks and
+singularities. float32 runs with x64 off and check_grads' float32 tolerances; the ``x64``
+tests redo a selection in float64 with tolerances 1e-6.
+
+Most checks run eagerly (each primitive/dtype/rank is one shape-polymorphic kernel, compiled
+once); control flow and ``jit`` compositions compile whole programs, which is what this file's
+runtime is made of.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pyree
+import pyree.numpy as jnp
+from pyree import lax
+from pyree.test_util import check_grads
+from pyree.transpiler import ad, ir as pir
+
+F64_TOL = dict(atol=1e-6, rtol=1e-6)
+
+
+@pytest.fixture
+def x64():
+    saved = pyree.config.enable_x64
+    pyree.config.update("enable_x64", True)
+    yield
+    pyree.config.update("enable_x64", saved)
+
+
+def f32(*values):
+    return np.asarray(values, np.float32)
+
+
+def rand(shape, seed=0, lo=-1.0, hi=1.0, dtype=np.float32):
+    return np.random.RandomState(seed).uniform(lo, hi, shape).astype(dtype)
+
+
+def close(got, want, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                               rtol=rtol, atol=atol)
+
+
+# -- primitives: check_grads to order 2, both modes --------------------------------------------------
+#
+# Each case is (id, function, argument maker(dtype)). Positive inputs in [0.2, 1.3] keep log,
+# sqrt, pow, ... away from their singularities; abs/sign/max/... get inputs away from their
+# kinks and ties.
+
+POS = (0.3, 0.7, 1.2)
+POS2 = (1.1, 0.4, 0.9)
+
+
+def _v(values):
+    return lambda dt: (np.asarray(values, dt),)
+
+
+def _vv(a, b):
+    return lambda dt: (np.asarray(a, dt), np.asarray(b, dt))
+
+
+def _m(shape, seed=0, lo=-1.0, hi=1.0):
+    return lambda dt: (rand(shape, seed, lo, hi, dt),)
+
+
+def _mm(s1, s2, seed=0):
+    return lambda dt: (rand(s1, seed, dtype=dt), rand(s2, seed + 1, dtype=dt))
+
+
+ELEMENTWISE = [
+    ("neg", jnp.negative, _v(POS)),
+    ("sin", jnp.sin, _v(POS)),
+    ("cos", jnp.cos, _v(POS)),
+    ("tan", jnp.tan, _v(POS)),
+    ("exp", jnp.exp, _v(POS)),
+    ("log", jnp.log, _v(POS)),
+    ("log1p", jnp.log1p, _v(POS)),
+    ("expm1", jnp.expm1, _v(POS)),
+    ("tanh", jnp.tanh, _v(POS)),
+    ("logistic", jnp.logistic, _v((-1.5, 0.2, 2.0))),
+    ("sqrt", jnp.sqrt, _v(POS)),
+    ("rsqrt", jnp.rsqrt, _v(POS)),
+    ("cbrt", jnp.cbrt, _v(POS)),
+    ("erf", jnp.erf, _v((-0.8, 0.2, 1.1))),
+    ("abs", jnp.abs, _v((-0.7, 0.4, 1.3))),
+    ("square", jnp.square, _v((-0.7, 0.4, 1.3))),
+    ("reciprocal", jnp.reciprocal, _v(POS)),
+    ("integer_pow_3", lambda x: lax.integer_pow(x, 3), _v((-0.7, 0.4, 1.3))),
+    ("integer_pow_-2", lambda x: lax.integer_pow(x, -2), _v(POS)),
+    ("integer_pow_0_1", lambda x: lax.integer_pow(x, 0) + lax.integer_pow(x, 1), _v(POS)),
+    ("add", jnp.add, _vv(POS, POS2)),
+    ("sub", jnp.subtract, _vv(POS, POS2)),
+    ("mul", jnp.multiply, _vv(POS, POS2)),
+    ("div", jnp.divide, _vv(POS, POS2)),
+    ("pow", jnp.power, _vv(POS, POS2)),
+    ("pow_scalar_exponent", lambda x: x ** 2.5, _v(POS)),
+    ("atan2", jnp.arctan2, _vv((0.3, -0.7, 1.2), POS2)),
+    ("max", jnp.maximum, _vv(POS, POS2)),
+    ("min", jnp.minimum, _vv(POS, POS2)),
+    ("rem", jnp.remainder, _vv((2.5, 3.3, -1.7), (1.1, 0.7, 0.9))),
+    ("fmod", jnp.fmod, _vv((2.5, 3.3, -1.7), (1.1, 0.7, 0.9))),
+    ("rank0_broadcast", lambda x, s: x * s + s / x - s, lambda dt: (np.asarray(POS, dt),
+                                                                 np.asarray(1.3, dt))),
+    ("select", lambda x, y: lax.select(x > y, x * y, jnp.sin(y)), _vv(POS, POS2)),
+    ("where_scalar", lambda x: jnp.where(x > 0.5, x * x, 2.0), _v(POS)),
+    ("clamp", lambda x: lax.clamp(0.5, x, 1.0), _v(POS)),
+    ("clip", lambda x: jnp.clip(x * 2, 0.5, 2.0), _v(POS)),
+    # Piecewise-constant functions (zero derivative), multiplied by smooth ones.
+    ("sign", lambda x: jnp.sign(x) * x * x, _v((-0.7, 0.4, 1.3))),
+    ("floor_ceil_round", lambda x: (jnp.floor(3 * x) + jnp.ceil(3 * x) + jnp.round(3 * x)) * x,
+     _v((0.3, 0.75, 1.2))),
+    ("comparisons", lambda x, y: x * (x < y) + y * (x >= y) + x * y * ((x == y) | (x != y))
+     + (x <= y) * (x > y) * x, _vv(POS, POS2)),
+    ("not_isfinite", lambda x: jnp.where(~(x > 0.5) & jnp.isfinite(x), x, x * x), _v(POS)),
+    ("integer_ops", lambda x, n: x * ((n << 1) ^ (n >> 1) | (n & 3)
+                                      ^ lax.shift_right_logical(n, 1)).astype(x.dtype),
+     lambda dt: (np.asarray(POS, dt), np.asarray([3, 5, 6], np.int32))),
+    ("convert_float_int_float", lambda x: (3 * x).astype(jnp.int32).astype(x.dtype) * x
+     + x.astype(jnp.float32).astype(x.dtype), _v(POS)),
+]
+
+STRUCTURAL = [
+    ("matmul", jnp.matmul, _mm((3, 4), (4, 2))),
+    ("matvec", jnp.dot, _mm((3, 4), (4,))),
+    ("vdot_outer", lambda a, b: jnp.outer(a, b) * jnp.vdot(a, b), _mm((3,), (3,))),
+    ("dot_general_batched", lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
+     _mm((2, 3, 4), (2, 4, 3))),
+    ("dot_general_transposed", lambda a, b: lax.dot_general(a, b, (((0,), (2,)), ((), ()))),
+     _mm((4, 3), (2, 3, 4))),
+    ("sum", lambda a: jnp.sum(a, axis=1) + jnp.sum(a), _m((3, 4))),
+    ("mean_var_std", lambda a: jnp.mean(a, 0) + jnp.var(a, axis=0) + jnp.std(a), _m((3, 4))),
+    ("prod", lambda a: jnp.prod(a, axis=1), _m((3, 4), lo=0.5, hi=1.5)),
+    ("prod_axes", lambda a: jnp.prod(a, axis=(0, 2)), _m((2, 3, 2), lo=0.5, hi=1.5)),
+    ("max_reduce", lambda a: jnp.max(a, axis=0) + jnp.max(a), _m((3, 4))),
+    ("min_reduce", lambda a: jnp.min(a, axis=1) + lax.reduce_min(a, (0, 1)), _m((3, 4))),
+    ("reshape_ravel", lambda a: jnp.reshape(a, (2, 6)) ** 2 + jnp.ravel(a)[:6], _m((3, 4))),
+    ("transpose", lambda a: jnp.transpose(a, (2, 0, 1)) ** 2, _m((2, 3, 4))),
+    ("moveaxis_swapaxes", lambda a: jnp.moveaxis(a, 0, 2) ** 2
+     + jnp.swapaxes(jnp.swapaxes(a, 0, 1), 1, 2), _m((2, 3, 4))),
+    ("broadcast", lambda a, b: jnp.broadcast_to(a, (3, 4)) * b + a, _mm((4,), (3, 4))),
+    ("squeeze_expand_dims", lambda a: jnp.squeeze(a, 0) ** 2 * jnp.expand_dims(a[0, :, 0], 1),
+     _m((1, 3, 4))),
+    ("concatenate_stack", lambda a, b: jnp.concatenate([a, b.T, 2 * a], axis=1) ** 2
+     + jnp.stack([a, a * a], axis=1)[:, 1, :2].sum(), _mm((3, 2), (2, 3))),
+    ("pad", lambda a: lax.pad(a, 0.0, [(1, 2, 1), (0, -1, 0)]) ** 2, _m((3, 4))),
+    ("pad_value", lambda a, p: lax.pad(a, p, [(1, 2, 1), (2, 0, 0)]) ** 2,
+     lambda dt: (rand((3, 4), dtype=dt), np.asarray(0.7, dt))),
+    ("rev", lambda a: lax.rev(a, (0, 1)) * a, _m((3, 4))),
+    ("slice_strided", lambda a: lax.slice(a, (0, 1), (3, 4), (2, 2)) ** 2, _m((3, 4))),
+    ("getitem", lambda a: a[1:, ::-2] ** 2 + a[2, :2] * a[0, 1], _m((3, 4))),
+    ("dynamic_slice", lambda a, i: lax.dynamic_slice(a, (i, 1), (2, 2)) ** 2,
+     lambda dt: (rand((3, 4), dtype=dt), np.int32(1))),
+    ("dynamic_slice_clamped", lambda a, i: lax.dynamic_slice(a, (i, 1), (2, 2)) ** 2,
+     lambda dt: (rand((3, 4), dtype=dt), np.int32(7))),
+    ("dynamic_update_slice", lambda a, u, i: lax.dynamic_update_slice(a, u * u, (i, 1)) ** 2,
+     lambda dt: (rand((3, 4), dtype=dt), rand((2, 2), 1, dtype=dt), np.int32(1))),
+    ("getitem_traced_index", lambda a, i: a[i] ** 2, lambda dt: (rand((3, 4), dtype=dt),
+                                                                 np.int32(2))),
+    ("at_set", lambda a, b: jnp.asarray(a).at[1, 1:3].set(b[:2] ** 2) ** 2, _mm((3, 4), (4,))),
+    ("at_add_strided", lambda a, b: jnp.asarray(a).at[::2].add(b) ** 2, _mm((3, 4), (4,))),
+    ("at_multiply", lambda a, b: jnp.asarray(a).at[0].multiply(b), _mm((3, 4), (4,))),
+    ("at_set_traced_index", lambda a, b, i: jnp.asarray(a).at[i].set(b) * a,
+     lambda dt: (rand((3, 4), dtype=dt), rand((4,), 1, dtype=dt), np.int32(1))),
+    ("iota_argmax", lambda a: _iota_argmax(jnp.asarray(a)), _m((3, 4))),
+    ("reduce_and_or", lambda a: jnp.where(jnp.all(a > -2.0) & jnp.any(a > 0.0), a * a, a),
+     _m((3, 4))),
+]
+
+def _iota_argmax(a):
+    return a[jnp.argmax(a[:, 0])] * jnp.arange(4.0, dtype=a.dtype) + a[jnp.argmin(a[:, 1])]
+
+
+PRIMITIVE_CASES = ELEMENTWISE + STRUCTURAL
+
+
+@pytest.mark.parametrize("name,fun,make_args", PRIMITIVE_CASES,
+                         ids=[c[0] for c in PRIMITIVE_CASES])
+def test_primitive_grads_float32(name, fun, make_args):
+    check_grads(fun, make_args(np.float32), order=2, modes=("fwd", "rev"))
+
+
+F64_CASES = [c for c in PRIMITIVE_CASES if c[0] in {
+    "sin", "cos", "tan", "exp", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt",
+    "cbrt", "erf", "abs", "integer_pow_3", "div", "pow", "atan2", "max", "rank0_broadcast",
+    "select", "matmul", "dot_general_batched", "mean_var_std", "prod", "max_reduce", "pad",
+    "concatenate_stack", "dynamic_update_slice", "at_add_strided"}]
+
+
+@pytest.mark.parametrize("name,fun,make_args", F64_CASES, ids=[c[0] for c in F64_CASES])
+def test_primitive_grads_float64(x64, name, fun, make_args):
+    args = make_args(np.float64)
+    out = fun(*args)
+    assert out.dtype == np.float64
+    check_grads(fun, args, order=2, modes=("fwd", "rev"), **F64_TOL)
+
+
+def test_elementwise_derivatives_match_closed_forms():
+    x = f32(0.3, 0.7, 1.2)
+    closed_forms = [
+        (jnp.sin, np.cos(x)), (jnp.cos, -np.sin(x)), (jnp.tan, 1 / np.cos(x) ** 2),
+        (jnp.exp, np.exp(x)), (jnp.log, 1 / x), (jnp.log1p, 1 / (1 + x)),
+        (jnp.expm1, np.exp(x)), (jnp.tanh, 1 - np.tanh(x) ** 2),
+        (jnp.logistic, np.exp(-x) / (1 + np.exp(-x)) ** 2), (jnp.sqrt, 0.5 / np.sqrt(x)),
+        (jnp.rsqrt, -0.5 * x ** -1.5), (jnp.cbrt, x ** (-2 / 3) / 3),
+        (jnp.erf, 2 / np.sqrt(np.pi) * np.exp(-x * x)), (lambda v: v ** 3, 3 * x * x),
+        (lambda v: jnp.power(2.0, v), np.log(2) * 2 ** x),
+        (lambda v: jnp.arctan2(v, 2.0), 2 / (x * x + 4)),
+    ]
+    for fn, want in closed_forms:
+        close(pyree.grad(lambda v: jnp.sum(fn(v)))(x), want, rtol=2e-5)
+
+
+# -- coverage: every primitive with a JVP rule is exercised by some test above or below ------------
+
+def _primitives_in(closed) -> set:
+    names = set()
+
+    def walk(ir):
+        for eqn in ir.eqns:
+            names.add(eqn.primitive.name)
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (tuple, list)) else (value,):
+                    if isinstance(sub, pir.IR):
+                        walk(sub)
+
+    walk(closed.ir)
+    return names
+
+
+# Primitives that only AD itself creates: reached by the while-loop and custom_vjp tests.
+_CREATED_BY_AD = {"while_count", "replay_scan", "custom_lin"}
+
+
+def test_every_differentiable_primitive_is_exercised():
+    seen = set()
+    for _, fun, make_args in PRIMITIVE_CASES:
+        seen |= _primitives_in(pyree.make_ir(fun)(*make_args(np.float32)))
+    x, v = np.float32(0.7), f32(0.3, 0.7, 1.2)
+    for fun, args in CONTROL_FLOW_PROGRAMS + [(f_custom_jvp, (x, x)), (f_custom_vjp, (x, x)),
+                                              (f_stop_gradient, (x,)), (f_print_assert, (v,))]:
+        seen |= _primitives_in(pyree.make_ir(fun)(*args))
+    with_rules = {p.name for p in ad.jvp_rules} - _CREATED_BY_AD
+    assert with_rules - seen == set(), "primitives with JVP rules that no test exercises"
+    with_transposes = {p.name for p in ad.transpose_rules} - _CREATED_BY_AD
+    assert with_transposes - seen == set()
+
+
+# -- control flow ---------------------------------------------------------------------------------
+
+def f_cond(a, b):
+    return lax.cond(jnp.sum(a) > 1.0, lambda u, w: jnp.sin(u) * w, lambda u, w: u * u + w, a, b)
+
+
+def f_switch(a, b):
+    index = (jnp.sum(a) > 1.0).astype(jnp.int32) + 1
+    return lax.switch(index, [lambda u, w: u + w, lambda u, w: u * w,
+                              lambda u, w: jnp.exp(u) * w], a, b)
+
+
+def f_scan(a, w):
+    def step(c, x):
+        c = jnp.sin(c) * w + x
+        return c, c * x
+    c, ys = lax.scan(step, a[0], a)
+    return c + jnp.sum(ys)
+
+
+def f_scan_reverse_pytree(a, w):
+    def step(carry, x):
+        c, d = carry["c"], carry["d"]
+        return {"c": c * w + x, "d": d + jnp.cos(c)}, (c * c, x * w)
+    carry, (ys, zs) = lax.scan(step, {"c": w, "d": 0.0}, a, reverse=True)
+    return carry["c"] * carry["d"] + jnp.sum(ys) + jnp.sum(zs)
+
+
+def f_fori(a, w):
+    return lax.fori_loop(0, 4, lambda i, c: c * w + jnp.sin(c) / (i + 1), a)
+
+
+def f_while(a, w):
+    # Carries a float vector and an int counter; trip count 5 (forward mode only).
+    def body(c):
+        return c[0] * w + jnp.cos(c[0]), c[1] + 1
+    return lax.while_loop(lambda c: c[1] < 5, body, (a, 0))[0]
+
+
+@pyree.jit
+def f_python_if(a, b):
+    if jnp.sum(a) > 1.0:
+        r = a * b
+    elif jnp.sum(a) > 0.5:
+        r = jnp.sin(a) - b
+    else:
+        r = a - b
+    return r
+
+
+@pyree.jit
+def f_python_for(a, b):
+    acc = a
+    for i in range(3):
+        acc = jnp.sin(acc) * b + i
+    for row in jnp.stack([a, a * b]):  # over an array: a scan
+        acc = acc + row * row
+    return acc
+
+
+V3 = f32(0.3, 0.7, 1.2)
+W = np.float32(0.8)
+
+CONTROL_FLOW_CASES = [
+    ("cond_true", f_cond, (V3, W), ("fwd", "rev")),
+    ("cond_false", f_cond, (V3 * 0.1, W), ("fwd", "rev")),
+    ("switch", f_switch, (V3, W), ("fwd", "rev")),
+    ("switch_other_branch", f_switch, (V3 * 0.1, W), ("fwd", "rev")),
+    ("scan", f_scan, (V3, W), ("fwd", "rev")),
+    ("scan_reverse_pytree", f_scan_reverse_pytree, (V3, W), ("fwd", "rev")),
+    ("fori_loop", f_fori, (V3, W), ("fwd", "rev")),
+    ("while_loop_forward", f_while, (V3, W), ("fwd",)),
+    ("python_if_in_jit", f_python_if, (V3, W), ("fwd", "rev")),
+    ("python_elif_in_jit", f_python_if, (V3 * 0.6, W), ("fwd", "rev")),
+    ("python_for_in_jit", f_python_for, (V3, W), ("fwd", "rev")),
+]
+CONTROL_FLOW_PROGRAMS = [(c[1], c[2]) for c in CONTROL_FLOW_CASES]
+
+
+@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("name,fun,args,modes", CONTROL_FLOW_CASES,
+                         ids=[c[0] for c in CONTROL_FLOW_CASES])
+def test_control_flow_grads(name, fun, args, modes, order, request):
+    if name == "scan_reverse_pytree" and order == 2:
+        # IREE 3.13 fuses this program into one dispatch with 46 buffer bindings, which its
+        # runtime refuses (at most 32) when the module is loaded: a known limitation.
+        request.applymarker(pytest.mark.xfail(reason="IREE: binding count 46 > 32",
+                                              strict=True))
+    check_grads(fun, args, order=order, modes=modes)
+
+
+def test_control_flow_grads_float64(x64):
+    v, w = np.array([0.3, 0.7, 1.2]), np.float64(0.8)
+    for fun in (f_cond, f_scan, f_fori):
+        check_grads(fun, (v, w), order=2, **F64_TOL)
+    check_grads(f_while, (v, w), order=2, modes=("fwd",), **F64_TOL)
+
+
+def test_python_control_flow_under_grad_without_jit():
+    # grad converts the function itself: Python if/while on traced values work without jit.
+    def f(x):
+        if x > 1.0:
+            y = x * x
+        else:
+            y = jnp.sin(x)
+        k = 0
+        while k < 3:
+            y = y * x
+            k += 1
+        return y
+
+    close(pyree.grad(f)(2.0), 5 * 2.0 ** 4)
+    close(pyree.grad(f)(0.5), np.cos(0.5) * 0.125 + np.sin(0.5) * 3 * 0.25)
+
+
+def test_fori_loop_with_traced_trip_count_first_order():
+    def f(x, n):
+        return lax.fori_loop(0, n, lambda i, c: c * x, 1.0)
+
+    for n in (0, 1, 4):
+        want = n * 1.5 ** (n - 1) if n else 0.0
+        close(pyree.grad(f)(1.5, jnp.int32(n)), want)
+        close(pyree.jit(pyree.grad(f))(1.5, n), want)
+        close(pyree.jvp(lambda x: f(x, jnp.int32(n)), (1.5,), (1.0,))[1], want)
+
+
+# -- reverse mode through while loops of data-dependent trip count -----------------------------------
+
+def newton_sqrt(a):
+    x = a
+    while jnp.abs(x * x - a) > 1e-5 * a:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+def newton_sqrt_lax(a):
+    return lax.while_loop(lambda x: jnp.abs(x * x - a) > 1e-5 * a,
+                          lambda x: 0.5 * (x + a / x), a)
+
+
+def bisect_cube_root(c):
+    """The cube root of c > 0 by bisection of [0, c + 1]."""
+    lo, hi = 0.0 * c, c + 1.0
+    while hi - lo > 1e-5:
+        mid = 0.5 * (lo + hi)
+        too_big = mid * mid * mid > c
+        lo = jnp.where(too_big, lo, mid)
+        hi = jnp.where(too_big, mid, hi)
+    return 0.5 * (lo + hi)
+
+
+def cube_root(c):
+    # Bisection, then one Newton step: the step's derivative is the implicit function's
+    # derivative (to the bisection's tolerance), whatever the loop's.
+    r = bisect_cube_root(c)
+    return r - (r * r * r - c) / (3 * r * r)
+
+
+def pow_by_loop(x, n):
+    acc = jnp.ones_like(x)
+    i = 0
+    while i < n:
+        acc = acc * x
+        i += 1
+    return acc
+
+
+def halve_until_small(x):
+    while x > 1.0:
+        x = x / 2
+    return x * x
+
+
+def vector_loop(v, n):
+    def body(c):
+        return jnp.sin(c[0]) * v + c[0][::-1], c[1] + 1
+    return jnp.sum(lax.while_loop(lambda c: c[1] < n, body, (v, 0))[0] ** 2)
+
+
+def vector_fori(v, n):
+    return jnp.sum(lax.fori_loop(0, n, lambda i, c: jnp.sin(c) * v + c[::-1], v) ** 2)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_grad_through_newton_iteration_for_sqrt(mode):
+    for fn in (newton_sqrt, newton_sqrt_lax):
+        g = pyree.grad(fn)
+        g = pyree.jit(g) if mode == "jit" else g
+        for a in (2.0, 9.0, 0.3):
+            close(g(np.float32(a)), 0.5 / np.sqrt(a), rtol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_grad_through_bisection_for_cube_root(mode):
+    maybe_jit = pyree.jit if mode == "jit" else (lambda f: f)
+    for c in (5.0, 0.5):
+        r = float(bisect_cube_root(np.float32(c)))
+        assert abs(r - c ** (1 / 3)) < 1e-5
+        # The loop's own derivative: the result is the initial bracket (c + 1) times a
+        # fraction the comparisons fixed, so its derivative is r / (c + 1).
+        close(maybe_jit(pyree.grad(bisect_cube_root))(np.float32(c)), r / (c + 1), rtol=1e-5)
+        close(maybe_jit(pyree.grad(cube_root))(np.float32(c)), 1 / (3 * c ** (2 / 3)),
+              rtol=1e-4)
+
+
+def test_grad_of_power_by_loop_with_traced_trip_count():
+    g_eager = pyree.grad(pow_by_loop)
+    g_jit = pyree.jit(pyree.grad(pow_by_loop))
+    for n in (0, 1, 3, 6):
+        want = n * 1.5 ** (n - 1) if n else 0.0
+        close(g_eager(np.float32(1.5), jnp.int32(n)), want)
+        close(g_jit(np.float32(1.5), n), want)
+    # Second argument too: d/dx of x^n for x a vector.
+    x = f32(0.5, 1.5, 2.0)
+    close(pyree.grad(lambda v: jnp.sum(pow_by_loop(v, 3)))(x), 3 * x ** 2)
+
+
+def test_loops_that_run_zero_times():
+    close(pyree.grad(halve_until_small)(np.float32(0.75)), 1.5)  # no iteration: d(x^2)
+    close(pyree.grad(halve_until_small)(np.float32(6.0)), 2 * 6.0 / 64)  # 3 halvings
+    close(pyree.jit(pyree.grad(halve_until_small))(np.float32(0.75)), 1.5)
+    close(pyree.jit(pyree.grad(newton_sqrt))(np.float32(1.0)), 1.0)  # converged at the start
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_grad_through_while_with_array_carry(mode):
+    v = f32(0.1, 0.5, 0.9)
+    g = pyree.grad(vector_loop)
+    g = pyree.jit(g) if mode == "jit" else g
+    for n in (3, 0):  # against the same loop with a static trip count (a scan)
+        close(g(v, jnp.int32(n)), pyree.grad(vector_fori)(v, n), rtol=1e-5)
+    if mode == "eager":
+        check_grads(lambda u: vector_loop(u, jnp.int32(3)), (v,), order=1, modes=("rev",))
+
+
+def test_grad_through_while_with_captured_values_and_vjp():
+    def f(x, y):
+        def body(c):
+            return c[0] * x + y, c[1] + 1
+        return lax.while_loop(lambda c: c[1] < 3, body, (1.0, 0))[0]
+
+    # c3 = x^3 + x^2 y + x y + y
+    gx, gy = pyree.grad(f, argnums=(0, 1))(2.0, 0.5)
+    close(gx, 3 * 4 + 2 * 2 * 0.5 + 0.5)
+    close(gy, 4 + 2 + 1)
+    out, f_vjp = pyree.vjp(f, 2.0, 0.5)
+    close(out, 8 + 2 + 1 + 0.5)
+    close(f_vjp(2.0), (2 * 14.5, 2 * 7.0))
+
+
+def test_newton_sqrt_float64(x64):
+    def newton64(a):
+        x = a
+        while jnp.abs(x * x - a) > 1e-13 * a:
+            x = 0.5 * (x + a / x)
+        return x
+
+    for a in (2.0, 9.0, 0.3):
+        close(pyree.grad(newton64)(np.float64(a)), 0.5 / np.sqrt(a), rtol=1e-10, atol=0)
+        close(pyree.jit(pyree.grad(newton64))(np.float64(a)), 0.5 / np.sqrt(a), rtol=1e-10,
+              atol=0)
+
+
+def test_while_loop_carry_that_only_the_condition_reads(tmp_path):
+    # A `prev` carry the body overwrites without reading crashed IREE's compiler once the
+    # reverse pass's loop counter was added (see _counted_while). Run in a subprocess, so
+    # that a regression shows as a failure rather than killing the test session.
+    code = textwrap.dedent("""
+        import numpy as np, pyree, pyree.numpy as jnp
+        def newton_prev(a):
+            x, prev = a, a + 1.0
+            while jnp.abs(x - prev) > 1e-6:
+                prev = x
+                x = 0.5 * (x + a / x)
+            return x
+        print(float(pyree.grad(newton_prev)(2.0)), float(pyree.jit(pyree.grad(newton_prev))(3.0)))
+    """)
+    script = tmp_path / "newton_prev.py"  # a file: the transpiler reads the function's source
+    script.write_text(code)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = [float(t) for t in out.stdout.split()[-2:]]
+    close(got, [0.5 / np.sqrt(2.0), 0.5 / np.sqrt(3.0)], rtol=1e-5)
+
+
+def test_higher_order_through_data_dependent_while_is_refused():
+    with pytest.raises(NotImplementedError, match="trip count depends on the data"):
+        pyree.grad(pyree.grad(newton_sqrt))(2.0)
+    with pytest.raises(NotImplementedError, match="trip count depends on the data"):
+        pyree.jvp(pyree.grad(newton_sqrt), (2.0,), (1.0,))
+
+
+def test_print_in_differentiated_loop_runs_once_per_step(capsys):
+    @pyree.jit
+    def f(x, n):
+        i = 0
+        while i < n:
+            print("step", i)
+            x = jnp.sin(x) * 1.5
+            i += 1
+        return x
+
+    g = pyree.jit(pyree.grad(f))(np.float32(0.5), 3)
+    pyree.block_until_ready(g)
+    assert capsys.readouterr().out == "step 0\nstep 1\nstep 2\n"
+    x, want = 0.5, 1.0
+    for _ in range(3):
+        want *= 1.5 * np.cos(x)
+        x = np.sin(x) * 1.5
+    close(g, want)
+
+
+# -- higher order --------------------------------------------------------------------------------------
+
+def test_grad_of_grad_and_third_order():
+    close(pyree.grad(pyree.grad(jnp.sin))(0.7), -np.sin(0.7))
+    close(pyree.grad(pyree.grad(pyree.grad(jnp.sin)))(0.7), -np.cos(0.7))
+    f = lambda x: lax.cond(x > 0, lambda y: jnp.sin(y) * y, lambda y: y ** 3, x)
+    close(pyree.grad(pyree.grad(f))(0.5), 2 * np.cos(0.5) - 0.5 * np.sin(0.5))
+    close(pyree.grad(pyree.grad(f))(-0.5), 6 * -0.5)
+
+
+def _scan_poly(v):
+    c, ys = lax.scan(lambda c, x: (c * x + jnp.sin(x), c), 1.0, v)
+    return c + jnp.sum(ys)
+
+
+def test_hessian_of_scan_matches_finite_differences_of_gradient():
+    v = f32(0.5, 0.2, 0.8)
+    h = np.asarray(pyree.hessian(_scan_poly)(v))
+    assert h.shape == (3, 3)
+    np.testing.assert_allclose(h, h.T, rtol=1e-5, atol=1e-6)
+    g = pyree.grad(_scan_poly)
+    eps = 1e-3
+    for j in range(3):
+        e = np.zeros(3, np.float32)
+        e[j] = eps
+        column = (np.asarray(g(v + e)) - np.asarray(g(v - e))) / (2 * eps)
+        close(h[:, j], column, rtol=2e-2, atol=2e-3)
+
+
+def test_jacfwd_of_jacrev_with_fori_loop_and_cond():
+    def f(v):
+        c = lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) * v, v)
+        return lax.cond(jnp.sum(v) > 0, lambda u: u * u, lambda u: -u, c)
+
+    v = f32(0.5, 0.2)
+    h = pyree.jacfwd(pyree.jacrev(f))(v)
+    assert h.shape == (2, 2, 2)
+    # f is elementwise: only the diagonal h[i, i, i] is nonzero; compare to a scalar version.
+    def scalar(x):
+        c = x
+        for _ in range(3):
+            c = jnp.sin(c) * x
+        return c * c
+    for i in range(2):
+        close(h[i, i, i], pyree.grad(pyree.grad(scalar))(v[i]), rtol=1e-4)
+    mask = np.zeros((2, 2, 2), bool)
+    mask[0, 0, 0] = mask[1, 1, 1] = True
+    assert np.all(np.asarray(h)[~mask] == 0)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
+    "IREE 3.13 runtime bug in cond (control_flow.py lowering): a stablehlo.if whose branch "
+    "returns rev(a), rev(b), rev(a) * rev(b) while the other returns its operands fails with "
+    "'ref is null; hal.buffer_view.create'. Plain reproducer: lax.cond(True, lambda a, b: "
+    "(a[::-1], b[::-1], a[::-1] * b[::-1]), lambda a, b: (a, b, a * 0), a, b)"))
+def test_jacfwd_of_jacrev_with_cond_of_reversed_operand():
+    g = lambda v: lax.cond(v[0] > 0, lambda u: jnp.sin(u) * u[::-1], lambda u: u, v)
+    h = pyree.jacfwd(pyree.jacrev(g))(f32(0.5, 0.2))
+    assert h.shape == (2, 2, 2)
+
+
+def test_jit_and_grad_compose_in_any_order():
+    f = lambda x: jnp.sin(x) * x ** 2
+    df = lambda x: np.cos(x) * x ** 2 + 2 * x * np.sin(x)
+    d2f = lambda x: -np.sin(x) * x ** 2 + 4 * x * np.cos(x) + 2 * np.sin(x)
+    x = np.float32(0.7)
+    for g in (pyree.jit(pyree.grad(f)), pyree.grad(pyree.jit(f)),
+              pyree.jit(pyree.grad(pyree.jit(f)))):
+        close(g(x), df(0.7))
+    for g in (pyree.grad(pyree.grad(pyree.jit(f))), pyree.jit(pyree.grad(pyree.grad(f))),
+              pyree.grad(pyree.jit(pyree.grad(f)))):
+        close(g(x), d2f(0.7), rtol=1e-4)
+    close(pyree.jit(pyree.hessian(lambda v: jnp.sum(v ** 3)))(f32(0, 1, 2)),
+          np.diag([0.0, 6.0, 12.0]))
+    check_grads(pyree.jit(f), (x,), order=2)
+
+
+def test_autodiff_inside_jit_and_inside_loop_bodies():
+    f = lambda x: jnp.sin(x) * x ** 2
+    df = lambda x: np.cos(x) * x ** 2 + 2 * x * np.sin(x)
+    y, t = pyree.jit(lambda x: pyree.jvp(f, (x,), (1.0,)))(0.7)
+    close(t, df(0.7))
+    close(pyree.jit(lambda x: pyree.vjp(f, x)[1](1.0))(0.7), (df(0.7),))
+    close(pyree.jit(lambda x: pyree.linearize(f, x)[1](2.0))(0.7), 2 * df(0.7))
+    # grad inside a scan body, differentiated again.
+    scan_df = lambda x: lax.scan(lambda c, _: (pyree.grad(f)(c), None), x, None, length=2)[0]
+    x1 = df(0.7)
+    close(scan_df(0.7), df(x1), rtol=1e-5)
+    eps = 1e-3
+    close(pyree.grad(scan_df)(0.7), (scan_df(0.7 + eps) - scan_df(0.7 - eps)) / (2 * eps),
+          rtol=1e-2)
+
+
+# -- the API ------------------------------------------------------------------------------------------
+
+def test_grad_argnums_int_and_tuple():
+    f = lambda x, y, z: x * y ** 2 + jnp.sin(z)
+    close(pyree.grad(f)(2.0, 3.0, 0.5), 9.0)
+    close(pyree.grad(f, argnums=1)(2.0, 3.0, 0.5), 12.0)
+    gx, gz = pyree.grad(f, argnums=(0, 2))(2.0, 3.0, 0.5)
+    close((gx, gz), (9.0, np.cos(0.5)))
+    (gy,) = pyree.grad(f, argnums=(1,))(2.0, 3.0, 0.5)
+    close(gy, 12.0)
+    value, grads = pyree.value_and_grad(f, argnums=(0, 1))(2.0, 3.0, 0.5)
+    close(value, 18.0 + np.sin(0.5))
+    close(grads, (9.0, 12.0))
+    close(pyree.grad(lambda x, scale=1.0: x * x * scale)(2.0, scale=3.0), 12.0)
+
+
+def test_has_aux_returns_concrete_aux():
+    def loss(x):
+        return jnp.sum(x * x), {"sin": jnp.sin(x), "n": 3, "const": jnp.ones(2)}
+
+    x = f32(0.5, 1.0)
+    for g in (pyree.grad(loss, has_aux=True), pyree.jit(pyree.grad(loss, has_aux=True))):
+        grad, aux = g(x)
+        close(grad, 2 * x)
+        assert isinstance(aux["sin"], pyree.Array)
+        close(aux["sin"], np.sin(x))
+        close(aux["const"], np.ones(2))
+        assert int(aux["n"]) == 3
+    (value, aux), grad = pyree.value_and_grad(loss, has_aux=True)(x)
+    close(value, 1.25)
+    close(aux["sin"], np.sin(x))
+    y, t, aux = pyree.jvp(loss, (x,), (x,), has_aux=True)
+    close((y, t), (1.25, 2.5))
+    close(aux["sin"], np.sin(x))
+    _, f_vjp, aux = pyree.vjp(loss, x, has_aux=True)
+    close(f_vjp(1.0)[0], 2 * x)
+    close(aux["sin"], np.sin(x))
+    jac, aux = pyree.jacfwd(lambda v: (v * v, v[0]), has_aux=True)(x)
+    close(jac, np.diag(2 * x))
+    close(aux, 0.5)
+    jac, aux = pyree.jacrev(lambda v: (v * v, v[0]), has_aux=True)(x)
+    close(jac, np.diag(2 * x))
+    close(aux, 0.5)
+    hess, aux = pyree.hessian(lambda v: (jnp.sum(v ** 3), v[1]), has_aux=True)(x)
+    close(hess, np.diag(6 * x))
+    close(aux, 1.0)
+
+
+def test_pytree_arguments_and_outputs():
+    params = {"w": f32(1.0, 2.0), "b": (np.float32(0.5), np.float32(-1.0))}
+
+    def loss(p, x):
+        return jnp.sum(p["w"] * x) * p["b"][0] + p["b"][1] ** 2
+
+    x = f32(3.0, 4.0)
+    g = pyree.grad(loss)(params, x)
+    assert set(g) == {"w", "b"} and isinstance(g["b"], tuple)
+    close(g["w"], 0.5 * x)
+    close(g["b"], (11.0, -2.0))
+    # jvp/vjp/linearize with pytrees in and out
+    f = lambda p: {"y": p[0] * p[1], "z": (jnp.sin(p[0]),)}
+    out, tangent = pyree.jvp(f, ((2.0, 3.0),), ((1.0, 0.5),))
+    close(out["y"], 6.0)
+    close(tangent["y"], 3.0 + 1.0)
+    close(tangent["z"][0], np.cos(2.0))
+    out, f_vjp = pyree.vjp(f, (2.0, 3.0))
+    (ct,) = f_vjp({"y": 1.0, "z": (2.0,)})
+    close(ct, (3.0 + 2 * np.cos(2.0), 2.0))
+    out, f_jvp = pyree.linearize(f, (2.0, 3.0))
+    close(out["y"], 6.0)
+    close(f_jvp((1.0, 1.0))["y"], 5.0)
+    close(f_jvp((0.0, 2.0))["y"], 4.0)
+
+
+def test_jacfwd_and_jacrev_shapes_and_values():
+    x = f32(0.5, 1.0, 2.0)
+    outer = lambda v: jnp.outer(v, v)
+    for jac in (pyree.jacfwd, pyree.jacrev):
+        j = np.asarray(jac(outer)(x))
+        assert j.shape == (3, 3, 3)
+        want = np.zeros((3, 3, 3))
+        for a in range(3):
+            for b in range(3):
+                want[a, b, a] += x[b]
+                want[a, b, b] += x[a]
+        close(j, want)
+        ja, jb = jac(lambda u, v: u * v, argnums=(0, 1))(x, 2 * x)
+        close(ja, np.diag(2 * x))
+        close(jb, np.diag(x))
+        j = jac(lambda p: {"o": p["a"] * 2})({"a": x})
+        assert j["o"]["a"].shape == (3, 3)
+        close(j["o"]["a"], 2 * np.eye(3))
+        close(jac(jnp.sin)(np.float32(0.5)), np.cos(0.5))  # scalar in, scalar out
+        assert np.asarray(jac(jnp.sum)(np.ones((2, 3), np.float32))).shape == (2, 3)
+
+
+def test_integer_inputs_raise_unless_allowed():
+    f = lambda x, n: x * n
+    with pytest.raises(TypeError, match="float|inexact"):
+        pyree.grad(f, argnums=1)(2.0, 3)
+    with pytest.raises(TypeError, match="float|inexact"):
+        pyree.grad(lambda n: n * 2.0)(jnp.int32(3))
+    with pytest.raises(TypeError, match="float|inexact"):
+        pyree.jacrev(lambda n: n * 2.0)(jnp.arange(3))
+    gx, gn = pyree.grad(f, argnums=(0, 1), allow_int=True)(2.0, 3)
+    close(gx, 3.0)
+    assert np.asarray(gn) == 0
+    # vjp and jvp take integer inputs: their (co)tangents are zero.
+    _, f_vjp = pyree.vjp(f, 2.0, 3)
+    ct_x, ct_n = f_vjp(1.0)
+    close(ct_x, 3.0)
+    assert np.asarray(ct_n) == 0
+    close(pyree.jvp(f, (2.0, 3), (1.0, 0))[1], 3.0)
+
+
+def test_grad_requires_scalar_float_output():
+    with pytest.raises(TypeError, match="scalar"):
+        pyree.grad(lambda x: x * 2.0)(jnp.ones(3))
+    with pytest.raises(TypeError, match="real-valued outputs|float"):
+        pyree.grad(lambda x: (x > 0).astype(jnp.int32))(1.0)
+
+
+@pyree.custom_jvp
+def f_custom_jvp(x, y):
+    return jnp.sin(x) * y
+
+
+@f_custom_jvp.defjvp
+def _f_custom_jvp_rule(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    return f_custom_jvp(x, y), 10.0 * (jnp.cos(x) * y * tx + jnp.sin(x) * ty)
+
+
+@pyree.custom_vjp
+def f_custom_vjp(x, y):
+    return x * y
+
+
+def _f_custom_vjp_fwd(x, y):
+    return x * y, (x, y)
+
+
+def _f_custom_vjp_bwd(residuals, g):
+    x, y = residuals
+    return (g * y * 10.0, g * x)
+
+
+f_custom_vjp.defvjp(_f_custom_vjp_fwd, _f_custom_vjp_bwd)
+
+
+def f_stop_gradient(x):
+    return x * lax.stop_gradient(x) + x ** 2
+
+
+@pyree.jit
+def f_print_assert(x):
+    print("x =", x)
+    assert jnp.all(x < 100.0), "too large"
+    return jnp.sum(jnp.sin(x))
+
+
+def test_custom_jvp():
+    # The rule (10x the true derivative) replaces differentiation of the body.
+    gx, gy = pyree.grad(f_custom_jvp, argnums=(0, 1))(0.5, 2.0)
+    close((gx, gy), (10 * np.cos(0.5) * 2, 10 * np.sin(0.5)))
+    close(pyree.jit(pyree.grad(f_custom_jvp))(0.5, 2.0), 10 * np.cos(0.5) * 2)
+    y, t = pyree.jvp(f_custom_jvp, (0.5, 2.0), (1.0, 0.0))
+    close((y, t), (np.sin(0.5) * 2, 10 * np.cos(0.5) * 2))
+    close(pyree.grad(lambda x: f_custom_jvp(x, 2.0))(0.5), 20 * np.cos(0.5))  # literal arg
+    close(f_custom_jvp(0.5, 2.0), np.sin(0.5) * 2)  # outside any trace: just the function
+    # The rule's own derivative gives the second order (10 * d/dx of the rule's tangent).
+    close(pyree.grad(pyree.grad(f_custom_jvp))(0.5, 2.0), -10 * np.sin(0.5) * 2)
+
+    @pyree.custom_jvp
+    def softplus(x):
+        return jnp.log1p(jnp.exp(x))
+
+    softplus.defjvps(lambda t, ans, x: t * jax_sigmoid(x))
+    check_grads(softplus, (f32(-2.0, 0.0, 3.0),), order=2)
+    close(pyree.grad(lambda x: jnp.sum(softplus(x)))(f32(-2.0, 0.0, 3.0)),
+          1 / (1 + np.exp(-f32(-2.0, 0.0, 3.0))))
+
+    @functools.partial(pyree.custom_jvp, nondiff_argnums=(0,))
+    def apply(fn, x):
+        return fn(x)
+
+    @apply.defjvp
+    def apply_jvp(fn, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return apply(fn, x), 3.0 * t * fn(x)
+
+    close(pyree.grad(lambda x: apply(jnp.exp, x))(1.0), 3.0 * np.e)
+
+
+def jax_sigmoid(x):
+    return 1 / (1 + jnp.exp(-x))
+
+
+def test_custom_vjp():
+    gx, gy = pyree.grad(lambda a, b: f_custom_vjp(a, b) ** 2, argnums=(0, 1))(2.0, 3.0)
+    close((gx, gy), (2 * 6.0 * 3.0 * 10.0, 2 * 6.0 * 2.0))
+    close(pyree.jit(pyree.grad(f_custom_vjp))(2.0, 3.0), 30.0)
+    close(pyree.grad(lambda a: f_custom_vjp(a, 3.0))(2.0), 30.0)  # literal arg
+    close(f_custom_vjp(2.0, 3.0), 6.0)
+
+    @pyree.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -1.0, 1.0),))
+    close(pyree.grad(lambda x: jnp.sum(clip_gradient(x) * 5.0))(jnp.ones(3)), np.ones(3))
+    close(pyree.jit(pyree.grad(lambda x: jnp.sum(clip_gradient(x) * f32(0.5, -3.0, 2.0))))(
+        jnp.ones(3)), [0.5, -1.0, 1.0])
+
+    @functools.partial(pyree.custom_vjp, nondiff_argnums=(1,))
+    def scale(x, k):
+        return x * k
+
+    scale.defvjp(lambda x, k: (x * k, None), lambda k, _, g: (g * k * 100.0,))
+    close(pyree.grad(lambda x: scale(x, 2.0))(1.0), 200.0)
+    with pytest.raises(TypeError, match="forward-mode"):
+        pyree.jvp(lambda a: f_custom_vjp(a, 2.0), (1.0,), (1.0,))
+
+
+def test_stop_gradient():
+    close(pyree.grad(f_stop_gradient)(3.0), 3.0 + 6.0)
+    close(pyree.jvp(f_stop_gradient, (3.0,), (1.0,)), (18.0, 9.0))
+    close(pyree.jit(pyree.grad(f_stop_gradient))(3.0), 9.0)
+    g = pyree.grad(lambda p: jnp.sum(lax.stop_gradient(p)["a"] * p["b"]))(
+        {"a": jnp.ones(2), "b": jnp.arange(2.0)})
+    close(g["a"], [0.0, 0.0])
+    close(g["b"], [1.0, 1.0])
+    close(pyree.grad(pyree.grad(f_stop_gradient))(3.0), 2.0)
+
+
+def test_print_and_assert_under_grad(capsys):
+    x = f32(0.5, 1.0)
+    g = pyree.jit(pyree.grad(f_print_assert))(x)
+    pyree.block_until_ready(g)
+    close(g, np.cos(x))
+    assert capsys.readouterr().out == "x = [0.5 1. ]\n"
+    with pytest.raises(AssertionError, match="too large"):
+        pyree.block_until_ready(pyree.jit(pyree.grad(f_print_assert))(x * 1000))
+
+
+def test_lowered_gradient_program_is_mlir():
+    text = pyree.jit(pyree.grad(lambda x: jnp.sum(jnp.exp(x) * x))).lower(
+        np.ones(3, np.float32)).as_text()
+    assert "func.func @main(%arg0: tensor<3xf32>) -> tensor<3xf32>" in text
+    assert "stablehlo.exponential" in text and "stablehlo.multiply" in text
+    # The program computes (x + 1) * exp(x).
+    x = f32(0.0, 1.0, 2.0)
+    close(pyree.jit(pyree.grad(lambda x: jnp.sum(jnp.exp(x) * x)))(x), (x + 1) * np.exp(x))
+
+
+# -- numerics ------------------------------------------------------------------------------------------
+
+def test_sqrt_gradient_at_safe_points():
+    x = f32(1e-4, 0.25, 4.0, 100.0)
+    close(pyree.grad(lambda v: jnp.sum(jnp.sqrt(v)))(x), 0.5 / np.sqrt(x), rtol=1e-6)
+    close(pyree.grad(lambda v: jnp.sum(jnp.sqrt(v * v + 1.0)))(x), x / np.sqrt(x * x + 1))
+
+
+def test_double_where_gives_no_nan():
+    def safe_sqrt(x):
+        return jnp.where(x > 0, jnp.sqrt(jnp.where(x > 0, x, 1.0)), 0.0)
+
+    x = f32(-1.0, 0.0, 4.0)
+    for g in (pyree.grad(lambda v: jnp.sum(safe_sqrt(v))),
+              pyree.jit(pyree.grad(lambda v: jnp.sum(safe_sqrt(v))))):
+        got = np.asarray(g(x))
+        assert np.all(np.isfinite(got))
+        close(got, [0.0, 0.0, 0.25])
+    # The single where does give NaN at 0 (0 * inf), as in JAX: the idiom is needed.
+    naive = np.asarray(pyree.grad(lambda v: jnp.sum(jnp.where(v > 0, jnp.sqrt(v), 0.0)))(x))
+    assert np.isnan(naive[1])
+
+
+def _logsumexp(x):
+    m = lax.stop_gradient(jnp.max(x))
+    return m + jnp.log(jnp.sum(jnp.exp(x - m)))
+
+
+def test_logsumexp_and_softmax_closed_forms():
+    x = f32(1.0, -2.0, 0.5, 3.0)
+    softmax = np.exp(x) / np.sum(np.exp(x))
+    close(_logsumexp(x), np.log(np.sum(np.exp(x))))
+    close(pyree.grad(_logsumexp)(x), softmax)
+    close(pyree.jit(pyree.grad(_logsumexp))(x), softmax)
+    # Large inputs: the shifted form stays finite, and so does its gradient.
+    big = x + 1000.0
+    close(pyree.grad(_logsumexp)(big), softmax)
+    close(pyree.hessian(_logsumexp)(x), np.diag(softmax) - np.outer(softmax, softmax),
+          atol=1e-6)
+    # Cross-entropy of softmax: gradient softmax - onehot.
+    onehot = f32(0, 0, 1, 0)
+    xent = lambda z: _logsumexp(z) - jnp.sum(z * onehot)
+    close(pyree.grad(xent)(x), softmax - onehot)
+
+
+def test_max_and_min_split_ties_like_jax():
+    close(pyree.grad(jnp.max)(f32(1.0, 1.0, 0.0)), [0.5, 0.5, 0.0])
+    close(pyree.grad(lambda x: jnp.maximum(x, x))(1.0), 1.0)
+    close(pyree.grad(lambda x: jnp.prod(x))(f32(0.0, 2.0, 3.0)), [6.0, 0.0, 0.0])
+    close(pyree.grad(lambda x: jnp.prod(x))(f32(0.0, 2.0, 0.0)), [0.0, 0.0, 0.0])
+
+
+def test_pow_derivatives_at_zero_base_and_exponent():
+    close(pyree.grad(lambda x, y: x ** y, argnums=(0, 1))(0.0, 2.5), (0.0, 0.0))
+    close(pyree.grad(lambda x, y: x ** y, argnums=(0, 1))(0.0, 0.0), (0.0, 0.0))
+    close(pyree.grad(lambda x: lax.integer_pow(x, 0))(2.0), 0.0)
+
+
+def test_low_precision_and_mixed_dtypes():
+    close(pyree.grad(lambda x: jnp.sum(x * x))(jnp.arange(3.0, dtype=jnp.float16)), [0, 2, 4])
+    g = pyree.grad(lambda x: jnp.sum(x * x))(jnp.arange(3.0, dtype=jnp.bfloat16))
+    assert g.dtype == jnp.bfloat16
+    close(np.asarray(g, np.float32), [0, 2, 4])
+    g = pyree.grad(lambda x: jnp.sum((x.astype(jnp.float16) * 2).astype(jnp.float32)))(
+        jnp.arange(3.0))
+    assert g.dtype == np.float32
+    close(g, [2, 2, 2])
+    close(pyree.grad(lambda x: jnp.sum(x * jnp.arange(3)))(jnp.ones(3)), [0, 1, 2])
