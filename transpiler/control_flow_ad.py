@@ -718,15 +718,104 @@ def _replay_scan_transpose(cts, n, *args, body, primal_body, stacked, reverse, n
 
 def _higher_order_error() -> NotImplementedError:
     return NotImplementedError(
-        "differentiating the derivative of a while loop whose trip count depends on the data "
-        "is not supported (first derivatives are, in both modes; loops of a fixed trip count, "
-        "fori_loop and scan support any order)")
+        "reverse mode through the derivative of a while loop whose trip count depends on the "
+        "data is not supported (grad of grad); forward mode over it is (jvp of grad, "
+        "jacfwd(jacrev(f)), hessian), and loops of a fixed trip count, fori_loop and scan "
+        "support any order")
 
 
-def _no_higher_order(*args, **params):
+# -- forward mode over the reverse pass (jacfwd(jacrev(f)), hessian) -----------------------------
+
+def _while_count_jvp(primals, tangents, **params):
+    """The loop's JVP (while's rule) and, from a primal loop beside it, its trip count."""
+    count = while_count_p.bind(*primals, **params)[-1]
+    outs, touts = _while_jvp(primals, tangents, **params)
+    return list(outs) + [count], list(touts) + [Zero(tangent_aval(_I32))]
+
+
+def _dense_jvp_region(region: IR, n_in_groups: Sequence[int]) -> tuple[IR, list[bool]]:
+    """``region`` as a function of its inputs and the tangents of its differentiable inputs,
+    returning its outputs and the tangents of its differentiable outputs. The inputs come in
+    groups (sizes ``n_in_groups``); each group's tangents follow the group. Returns the region
+    and, per input, whether it has a tangent."""
+    in_avals = [v.aval for v in region.in_vars]
+    has_t = [ad.is_differentiable(a) for a in in_avals]
+    out_has_t = [ad.is_differentiable(a) for a in region.out_avals]
+    groups, start = [], 0
+    for size in n_in_groups:
+        groups.append(list(range(start, start + size)))
+        start += size
+    layout_avals, layout = [], []  # (input index, is tangent) per region input, in order
+    for g in groups:
+        for i in g:
+            layout.append((i, False))
+            layout_avals.append(in_avals[i])
+        for i in g:
+            if has_t[i]:
+                layout.append((i, True))
+                layout_avals.append(tangent_aval(in_avals[i]))
+
+    def fn(*vals):
+        primal = [None] * len(in_avals)
+        tangent = [Zero(tangent_aval(a)) for a in in_avals]
+        for (i, is_t), v in zip(layout, vals):
+            if is_t:
+                tangent[i] = v
+            else:
+                primal[i] = v
+        outs, touts = jvp_eval(ClosedIR(region, []), primal, tangent)
+        return list(outs) + [instantiate(t) for t, h in zip(touts, out_has_t) if h]
+
+    traced, consts = trace_region(fn, layout_avals)
+    assert not consts
+    return traced, has_t
+
+
+def _replay_scan_jvp(primals, tangents, *, body, primal_body, stacked, reverse, num_consts,
+                     num_carry, num_primal_consts):
+    """A replay_scan of the JVPs: its carry holds the tangents beside the carry, and its primal
+    carry the primal carry's tangents beside the primal carry (replayed alike)."""
+    n, ops, t_ops = primals[0], list(primals[1:]), list(tangents[1:])
+    n_c, n_car, n_pc = num_consts, num_carry, num_primal_consts
+    bounds = [0, n_c, n_c + n_car, n_c + n_car + n_pc, len(ops)]
+    parts = [ops[a:b] for a, b in zip(bounds, bounds[1:])]
+    t_parts = [t_ops[a:b] for a, b in zip(bounds, bounds[1:])]
+    n_slices = sum(stacked)
+    new_body, body_t = _dense_jvp_region(body, [n_c, n_car, n_slices])
+    new_primal_body, primal_t = _dense_jvp_region(primal_body, [n_pc, len(parts[3])])
+    slice_t = body_t[n_c + n_car:]
+    new_stacked = tuple(stacked) + tuple(
+        s for s, h in zip(stacked, primal_t[n_pc:]) if h)
+    # The body's slices come as (primal slices, their tangents); the primal carry as (primal
+    # carry, its tangents): the stacked tangents are in the same order as the slices with one.
+    assert [h for s, h in zip(stacked, primal_t[n_pc:]) if s] == slice_t
+
+    def with_tangents(values, t_values):
+        dense = [instantiate(t) if not isinstance(t, Zero) else ad.zeros(tangent_aval(get_aval(v)))
+                 for v, t in zip(values, t_values)]
+        return list(values) + [d for d, v in zip(dense, values)
+                               if ad.is_differentiable(get_aval(v))]
+
+    groups = [with_tangents(p, t) for p, t in zip(parts, t_parts)]
+    outs = replay_scan_p.bind(n, *groups[0], *groups[1], *groups[2], *groups[3],
+                              body=new_body, primal_body=new_primal_body, stacked=new_stacked,
+                              reverse=reverse, num_consts=len(groups[0]),
+                              num_carry=len(groups[1]), num_primal_consts=len(groups[2]))
+    primal_out = outs[:n_car]
+    it = iter(outs[n_car:])
+    t_out = [next(it) if ad.is_differentiable(get_aval(v)) else Zero(tangent_aval(get_aval(v)))
+             for v in primal_out]
+    return list(primal_out), t_out
+
+
+def _replay_scan_partial_eval(eqn: Eqn, unknown: Sequence[bool]) -> tuple[list, list]:
+    # Linearizing a replay_scan (reverse mode over the derivative of a while loop) would split
+    # it into a primal and a linear replay: not done.
     raise _higher_order_error()
 
 
 partial_eval_rules[while_p] = _while_partial_eval
+partial_eval_rules[replay_scan_p] = _replay_scan_partial_eval
 transpose_rules[replay_scan_p] = _replay_scan_transpose
-jvp_rules[while_count_p] = jvp_rules[replay_scan_p] = _no_higher_order
+jvp_rules[while_count_p] = _while_count_jvp
+jvp_rules[replay_scan_p] = _replay_scan_jvp
