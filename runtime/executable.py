@@ -7,6 +7,7 @@ next call waits on it on the device, not in Python.
 """
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from typing import Sequence
@@ -82,7 +83,11 @@ class Executable:
                     if self._module is None:
                         self._module = rt.VmModule.copy_buffer(instance, self.vmfb)
                     hal = self.device.hal_device(driver)
-                    context = rt.VmContext(instance, [self.device.hal_module(driver), self._module])
+                    try:
+                        context = rt.VmContext(instance,
+                                               [self.device.hal_module(driver), self._module])
+                    except Exception as e:
+                        raise _explained(e) from e
                     fn = self._module.lookup_function(self.function)
                     if fn is None:
                         raise RuntimeError(f"compiled module has no function {self.function!r}")
@@ -138,10 +143,13 @@ class Executable:
         outputs = _VariantList(len(avals))
         try:
             context.invoke(fn, inputs, outputs)
-        except Exception:
+        except Exception as e:
             if inline:  # the timeline may be left failed or behind: start a fresh one
                 _inline.semaphores.pop(hal, None)
-            raise
+            explained = _explained(e)
+            if explained is e:
+                raise
+            raise explained from e
         if wait and fence is not None:
             fence.wait()
             fence = None
@@ -167,3 +175,15 @@ def _load_types() -> None:
 
 _VariantList = _Fence = _BufferView = None
 _load_types()
+
+
+def _explained(error: Exception) -> Exception:
+    """``error`` from IREE's runtime, or a clearer one for the failures known to come from
+    IREE itself rather than from the program's inputs."""
+    match = re.search(r"binding count (\d+) > (\d+)", str(error))
+    if match:
+        return RuntimeError(
+            f"IREE fused this program into a dispatch that uses {match[1]} buffers, more than "
+            f"its runtime's limit of {match[2]} (a limitation of IREE 3.13). Passing fewer "
+            f"separate arrays (stacking them into one) or splitting the function avoids it.")
+    return error

@@ -363,3 +363,19 @@ def test_ir_can_be_evaluated_again_eagerly_and_inside_a_trace():
     np.testing.assert_array_equal(np.asarray(tail), x[1:])
     again = pyree.make_ir(lambda x: tuple(eval_ir(closed, x)))(x)
     assert str(again) == str(closed)
+
+
+def test_more_buffers_than_iree_binds_is_a_clear_error():
+    # IREE 3.13 fuses these 40 inputs and outputs into one dispatch and its runtime refuses
+    # dispatches of more than 32 buffers: pyree says so instead of passing on IREE's message.
+    @pyree.jit
+    def f(xs):
+        total = sum(x * (i + 1) for i, x in enumerate(xs))
+        return [x + total for x in xs]
+
+    xs = [np.full(3, float(i), np.float32) for i in range(40)]
+    with pytest.raises(RuntimeError, match="more than its runtime's limit of 32"):
+        f(xs)
+    # A function over fewer arrays is unaffected.
+    out = f(xs[:8])
+    np.testing.assert_allclose(np.asarray(out[3]), 3 + sum(i * (i + 1) for i in range(8)))
