@@ -46,6 +46,19 @@ class _Aux:
             self.tree, [next(it) if t else leaf for leaf, t in zip(self.leaves, self.traced)])
 
 
+def _of_argnums(fun: Callable, args: Sequence[Any], kwargs: dict, nums: Sequence[int]
+                ) -> Callable:
+    """``fun`` (converted) as a function of the arguments at ``nums``, the others fixed."""
+    fun_converted = _converted(fun)
+
+    def partial_fun(*dyn: Any) -> Any:
+        full = list(args)
+        for i, v in zip(nums, dyn):
+            full[i] = v
+        return fun_converted(*full, **kwargs)
+    return partial_fun
+
+
 def _trace(fun: Callable, flat_args: Sequence[Any], in_tree, has_aux: bool = False
            ) -> tuple[ClosedIR, Any, Optional[_Aux]]:
     """Trace ``fun`` on the flattened arguments: (IR, output tree, aux). With ``has_aux`` the
@@ -259,13 +272,7 @@ def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_au
         leaves, _ = _flatten_args(tuple(diff_args), "differentiated arguments")
         _check_float_inputs(leaves, "grad", allow_int)
 
-        fun_converted = _converted(fun)
-
-        def partial_fun(*dyn: Any) -> Any:
-            full = list(args)
-            for i, v in zip(nums, dyn):
-                full[i] = v
-            return fun_converted(*full, **kwargs)
+        partial_fun = _of_argnums(fun, args, kwargs, nums)
 
         if has_aux:
             ans, f_vjp, aux = vjp(partial_fun, *diff_args, has_aux=True)
@@ -346,13 +353,7 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
         d_leaves, d_tree = _flatten_args(tuple(diff), "jacfwd arguments")
         _check_float_inputs(d_leaves, "jacfwd", False)
 
-        fun_converted = _converted(fun)
-
-        def partial_fun(*dyn: Any) -> Any:
-            full = list(args)
-            for i, v in zip(nums, dyn):
-                full[i] = v
-            return fun_converted(*full, **kwargs)
+        partial_fun = _of_argnums(fun, args, kwargs, nums)
 
         closed, out_tree, aux = _trace(partial_fun, d_leaves, d_tree, has_aux)
         n_out = out_tree.num_leaves
@@ -419,13 +420,7 @@ def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
         d_leaves, d_tree = _flatten_args(tuple(diff), "jacrev arguments")
         _check_float_inputs(d_leaves, "jacrev", allow_int)
 
-        fun_converted = _converted(fun)
-
-        def partial_fun(*dyn: Any) -> Any:
-            full = list(args)
-            for i, v in zip(nums, dyn):
-                full[i] = v
-            return fun_converted(*full, **kwargs)
+        partial_fun = _of_argnums(fun, args, kwargs, nums)
 
         if has_aux:
             ans, f_vjp, aux = vjp(partial_fun, *diff, has_aux=True)

@@ -17,6 +17,7 @@ from pyree.runtime.array import Array
 from pyree.transpiler.control_flow import (cond_p, region_with_extra_inputs, scan_p,
                                            trace_region, while_p)
 from pyree.transpiler.ir import IR, ShapedArray
+from pyree.transpiler.operators import join_avals
 from pyree.transpiler.source import where
 from pyree.transpiler.trace import Tracer, get_aval
 
@@ -40,21 +41,6 @@ def _flatten_operands(tree: Any, what: str) -> tuple[list, Any, list[ShapedArray
             raise TypeError(f"{what} must be arrays, scalars or pytrees of them; got a "
                             f"{type(leaf).__name__}{where(None)}") from None
     return leaves, treedef, avals
-
-
-def _join(a: ShapedArray, b: ShapedArray) -> Optional[ShapedArray]:
-    """The type both ``a`` and ``b`` convert to without loss (weak types yield), or None."""
-    if a.shape != b.shape:
-        return None
-    if a.dtype == b.dtype:
-        return ShapedArray(a.shape, a.dtype, a.weak_type and b.weak_type)
-    if not (a.weak_type or b.weak_type):
-        return None
-    dtype, weak = dtypes.result_type(a, b, return_weak_type_flag=True)
-    strong = b if a.weak_type else a
-    if not (a.weak_type and b.weak_type) and dtype != strong.dtype:
-        return None
-    return ShapedArray(a.shape, dtype, weak)
 
 
 def _cast_all(values: Sequence[Any], avals: Sequence[ShapedArray]) -> list:
@@ -143,7 +129,7 @@ def _cond(index: Any, branches: Sequence[Callable], operands: tuple) -> Any:
     joined = list(out_avals[0])
     for k, avals in enumerate(out_avals[1:], start=1):
         for i, (a, b) in enumerate(zip(joined, avals)):
-            j = _join(a, b)
+            j = join_avals(a, b)
             if j is None:
                 raise TypeError(
                     f"cond/switch branches must return the same types, but output "
@@ -178,7 +164,7 @@ def _trace_loop_body(make_body: Callable[[list], Callable], carry_avals: list[Sh
             return region, consts, carry_avals
         joined = []
         for i, (a, b) in enumerate(zip(carry_avals, outs)):
-            j = _join(a, b)
+            j = join_avals(a, b)
             if j is None or j.dtype != b.dtype and not b.weak_type:
                 raise TypeError(
                     f"{what}: the loop carry must keep its type, but "

@@ -59,20 +59,30 @@ def _assert_close(what: str, got: Any, want: Any, atol: float, rtol: float) -> N
                                  f"got:  {g}\nwant: {w}")
 
 
+def _tolerances(args: tuple, atol: Optional[float], rtol: Optional[float],
+                eps: Optional[float]) -> tuple[float, float, float]:
+    """(atol, rtol, eps): those given, else the defaults for the arguments' float dtype."""
+    dtype = _dtype_of(args)
+    return (atol or _DEFAULT_TOL.get(dtype, 1e-2), rtol or _DEFAULT_TOL.get(dtype, 1e-2),
+            eps or _DEFAULT_EPS.get(dtype, 1e-3))
+
+
+def _central_difference(f: Callable, args: tuple, v: Any, eps: float) -> Any:
+    """(f(args + eps v) - f(args - eps v)) / 2 eps, in float64."""
+    plus, minus = f(*_add(args, v, eps)), f(*_add(args, v, -eps))
+    return tree_util.tree_map(
+        lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
+        plus, minus)
+
+
 def check_jvp(f: Callable, args: tuple, atol: Optional[float] = None,
               rtol: Optional[float] = None, eps: Optional[float] = None, seed: int = 0) -> None:
     """``jvp(f, args, v)`` against central differences along a random direction ``v``."""
     from pyree import jvp
-    dtype = _dtype_of(args)
-    eps = eps or _DEFAULT_EPS.get(dtype, 1e-3)
-    atol = atol or _DEFAULT_TOL.get(dtype, 1e-2)
-    rtol = rtol or _DEFAULT_TOL.get(dtype, 1e-2)
+    atol, rtol, eps = _tolerances(args, atol, rtol, eps)
     v = _random_like(args, np.random.RandomState(seed))
     _, tangent = jvp(f, tuple(args), tuple(v))
-    plus, minus = f(*_add(args, v, eps)), f(*_add(args, v, -eps))
-    numeric = tree_util.tree_map(
-        lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
-        plus, minus)
+    numeric = _central_difference(f, args, v, eps)
     _assert_close("jvp", tangent, numeric, atol, rtol)
 
 
@@ -80,19 +90,13 @@ def check_vjp(f: Callable, args: tuple, atol: Optional[float] = None,
               rtol: Optional[float] = None, eps: Optional[float] = None, seed: int = 0) -> None:
     """``<vjp(u), v>`` against ``<u, (f(x + eps v) - f(x - eps v)) / 2eps>``."""
     from pyree import vjp
-    dtype = _dtype_of(args)
-    eps = eps or _DEFAULT_EPS.get(dtype, 1e-3)
-    atol = atol or _DEFAULT_TOL.get(dtype, 1e-2)
-    rtol = rtol or _DEFAULT_TOL.get(dtype, 1e-2)
+    atol, rtol, eps = _tolerances(args, atol, rtol, eps)
     rng = np.random.RandomState(seed)
     out, f_vjp = vjp(f, *args)
     u = _random_like(out, rng)
     v = _random_like(args, rng)
     ct = f_vjp(tree_util.tree_map(lambda x, t: np.asarray(t).astype(np.asarray(x).dtype), out, u))
-    plus, minus = f(*_add(args, v, eps)), f(*_add(args, v, -eps))
-    numeric = tree_util.tree_map(
-        lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
-        plus, minus)
+    numeric = _central_difference(f, args, v, eps)
     got = _inner(ct, v)
     want = _inner(u, numeric)
     if not np.isclose(got, want, atol=atol * max(1.0, abs(want)), rtol=rtol):

@@ -187,28 +187,33 @@ class Linearized:
         self.primal_out = ir.outs[:n_primal_outs]
         self.tangent_out = ir.outs[n_primal_outs:]
         linear = {id(v) for v in self.tangent_in}
-        primal_eqns, linear_eqns = [], []
-        for eqn in ir.eqns:
-            unknown = [isinstance(a, Var) and id(a) in linear for a in eqn.inputs]
-            if not any(unknown):
-                primal_eqns.append(eqn)
-                continue
-            rule = partial_eval_rules.get(eqn.primitive)
-            if rule is None:
-                linear_eqns.append(eqn)
-                linear.update(id(v) for v in eqn.outputs)
-                continue
-            known, unknown_eqns = rule(eqn, unknown)
-            primal_eqns.extend(known)
-            linear_eqns.extend(unknown_eqns)
-            for e in unknown_eqns:
-                linear.update(id(v) for v in e.outputs)
+        primal_eqns, linear_eqns = split_eqns(ir.eqns, linear)
         self.primal_eqns = primal_eqns
         self.linear_eqns = linear_eqns
         self.linear = linear
 
     def is_linear(self, atom: Atom) -> bool:
         return isinstance(atom, Var) and id(atom) in self.linear
+
+
+def split_eqns(eqns: Sequence[Eqn], unknown: set) -> tuple[list[Eqn], list[Eqn]]:
+    """Partial evaluation of ``eqns``: (known equations, unknown ones), given the ids of the
+    unknown variables, ``unknown``, which grows by the unknown equations' outputs. A primitive
+    with a partial-evaluation rule may split into a known and an unknown part."""
+    known_eqns: list[Eqn] = []
+    unknown_eqns: list[Eqn] = []
+    for eqn in eqns:
+        mask = [isinstance(a, Var) and id(a) in unknown for a in eqn.inputs]
+        if not any(mask):
+            known_eqns.append(eqn)
+            continue
+        rule = partial_eval_rules.get(eqn.primitive)
+        known_part, unknown_part = rule(eqn, mask) if rule else ([], [eqn])
+        known_eqns.extend(known_part)
+        unknown_eqns.extend(unknown_part)
+        for e in unknown_part:
+            unknown.update(id(v) for v in e.outputs)
+    return known_eqns, unknown_eqns
 
 
 def linearize_closed(closed: ClosedIR, nonzero: Sequence[bool]) -> tuple[Linearized, list[bool]]:

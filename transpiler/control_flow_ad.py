@@ -39,23 +39,7 @@ def partial_eval_ir(ir: IR, unknown_in: Sequence[bool],
     """Split ``ir`` by which inputs are unknown (linear); ``force_unknown_out`` makes outputs
     unknown even where they are known (their values become residuals)."""
     unknown = {id(v) for v, u in zip(ir.in_vars, unknown_in) if u}
-    known_eqns: list[Eqn] = []
-    unknown_eqns: list[Eqn] = []
-    for eqn in ir.eqns:
-        mask = [isinstance(a, Var) and id(a) in unknown for a in eqn.inputs]
-        if not any(mask):
-            known_eqns.append(eqn)
-            continue
-        rule = partial_eval_rules.get(eqn.primitive)
-        if rule is None:
-            unknown_eqns.append(eqn)
-            unknown.update(id(v) for v in eqn.outputs)
-            continue
-        known_part, unknown_part = rule(eqn, mask)
-        known_eqns.extend(known_part)
-        unknown_eqns.extend(unknown_part)
-        for e in unknown_part:
-            unknown.update(id(v) for v in e.outputs)
+    known_eqns, unknown_eqns = ad.split_eqns(ir.eqns, unknown)
     out_unknown = [isinstance(a, Var) and id(a) in unknown for a in ir.outs]
     if force_unknown_out is not None:
         out_unknown = [u or f for u, f in zip(out_unknown, force_unknown_out)]

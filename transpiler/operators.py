@@ -229,7 +229,8 @@ def _check_convertible(meta: Meta) -> None:
             f"cannot depend on the condition. Return the value instead.")
 
 
-def _join_avals(a: ShapedArray, b: ShapedArray) -> Optional[ShapedArray]:
+def join_avals(a: ShapedArray, b: ShapedArray) -> Optional[ShapedArray]:
+    """The type both ``a`` and ``b`` convert to without loss (weak types yield), or None."""
     if a.shape != b.shape:
         return None
     if a.dtype == b.dtype:
@@ -367,7 +368,7 @@ def _traced_if(pred: Any, body: Callable, orelse: Callable, values: tuple, meta:
                                 meta.where_defined(i, "body"), meta.where_defined(i, "else"),
                                 "in the `if` branch", "in the `else` branch")
             av_a, av_b = get_aval(la), get_aval(lb)
-            joined = _join_avals(av_a, av_b)
+            joined = join_avals(av_a, av_b)
             if joined is None:
                 raise _mismatch(meta, name, av_a, av_b, meta.where_defined(i, "body"),
                                 meta.where_defined(i, "else"), "in the `if` branch",
@@ -588,7 +589,7 @@ class _Carry:
             for _ in range(kind[2]):
                 a, b = self.avals[pos], out_avals[pos]
                 if a.shape != b.shape or a.dtype != b.dtype:
-                    joined = _join_avals(a, b)
+                    joined = join_avals(a, b)
                     if joined is None or (joined.dtype != b.dtype and not b.weak_type):
                         raise _mismatch(self.meta, self._name(i), a, b, self.before(i),
                                         self._where(i), "before the loop", "after the body")
