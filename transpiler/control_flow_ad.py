@@ -378,56 +378,85 @@ partial_eval_rules[scan_p] = _scan_partial_eval
 transpose_rules[scan_p] = _scan_transpose
 
 
-# -- while (forward mode) ------------------------------------------------------------------------------
+# -- while and counted loops (forward mode) -----------------------------------------------------------
 
-def _while_jvp(primals, tangents, *, cond_ir, body_ir, cond_nconsts, body_nconsts):
-    cn, bn = cond_nconsts, body_nconsts
-    cond_consts = primals[:cn]
-    body_consts = primals[cn:cn + bn]
-    carry = primals[cn + bn:]
-    t_body_consts = tangents[cn:cn + bn]
-    t_carry = tangents[cn + bn:]
-    ncar = len(carry)
-    bconst_nz = [not isinstance(t, Zero) for t in t_body_consts]
+def _loop_body_jvp(body: IR, n_lead: int, t_consts: Sequence, t_carry: Sequence):
+    """The JVP of a loop body taking (lead..., consts..., carry...) -> carry, where the ``n_lead``
+    leading inputs (a step index) have no tangent. Returns the region taking (lead, consts, the
+    nonzero consts' tangents, carry, the carried tangents) -> (carry, carried tangents); which
+    carries have a tangent (a fixed point: a carry whose tangent the body makes nonzero is
+    carried as nonzero from the start); and the tangent operands (the nonzero consts' tangents,
+    the carried tangents' initial values)."""
+    nc, ncar = len(t_consts), len(t_carry)
+    lead_avals = [v.aval for v in body.in_vars[:n_lead]]
+    const_avals = [v.aval for v in body.in_vars[n_lead:n_lead + nc]]
+    carry_avals = [v.aval for v in body.in_vars[n_lead + nc:]]
+    const_nz = [not isinstance(t, Zero) for t in t_consts]
     carry_nz = [not isinstance(t, Zero) for t in t_carry]
     for _ in range(ncar + 1):
-        _, out_nz = _jvp_region(body_ir, bconst_nz + carry_nz)
+        _, out_nz = _jvp_region(body, [False] * n_lead + const_nz + carry_nz)
         new = [a or b for a, b in zip(carry_nz, out_nz[:ncar])]
         if new == carry_nz:
             break
         carry_nz = new
-    carry_avals = [v.aval for v in body_ir.in_vars[bn:]]
     carry_nz = [nz and ad.is_differentiable(a) for nz, a in zip(carry_nz, carry_avals)]
-    bconst_avals = [v.aval for v in body_ir.in_vars[:bn]]
-    t_bconst_avals = [tangent_aval(a) for a, m in zip(bconst_avals, bconst_nz) if m]
+    t_const_avals = [tangent_aval(a) for a, m in zip(const_avals, const_nz) if m]
     t_carry_avals = [tangent_aval(a) for a, m in zip(carry_avals, carry_nz) if m]
 
     def jvp_body(*args):
-        c = list(args[:bn])
-        tc = list(args[bn:bn + len(t_bconst_avals)])
-        car = list(args[bn + len(t_bconst_avals):bn + len(t_bconst_avals) + ncar])
-        tcar = list(args[bn + len(t_bconst_avals) + ncar:])
+        sizes = [n_lead, nc, len(t_const_avals), ncar, len(t_carry_avals)]
+        lead, c, tc, car, tcar = _take(args, sizes)
         it_c, it_car = iter(tc), iter(tcar)
-        ts = [next(it_c) if m else Zero(tangent_aval(a)) for m, a in zip(bconst_nz, bconst_avals)]
+        ts = [Zero(tangent_aval(a)) for a in lead_avals]
+        ts += [next(it_c) if m else Zero(tangent_aval(a)) for m, a in zip(const_nz, const_avals)]
         ts += [next(it_car) if m else Zero(tangent_aval(a)) for m, a in zip(carry_nz, carry_avals)]
-        outs, touts = jvp_eval(ClosedIR(body_ir, []), c + car, ts)
+        outs, touts = jvp_eval(ClosedIR(body, []), lead + c + car, ts)
         return list(outs) + [instantiate(t) for t, m in zip(touts, carry_nz) if m]
 
-    body, body_consts_r = trace_region(jvp_body, bconst_avals + t_bconst_avals + carry_avals +
-                                       t_carry_avals)
-    assert not body_consts_r
-    from .control_flow import region_with_extra_inputs
-    cond = region_with_extra_inputs(cond_ir, [], t_carry_avals, len(cond_ir.in_vars))
+    region, captured = trace_region(jvp_body, lead_avals + const_avals + t_const_avals +
+                                    carry_avals + t_carry_avals)
+    assert not captured
+    t_const_ops = [t for t in t_consts if not isinstance(t, Zero)]
     t_init = [instantiate(t) if not isinstance(t, Zero) else ad.zeros(tangent_aval(a))
               for t, a, m in zip(t_carry, carry_avals, carry_nz) if m]
-    outs = while_p.bind(*cond_consts, *body_consts,
-                        *[t for t in t_body_consts if not isinstance(t, Zero)], *carry, *t_init,
-                        cond_ir=cond, body_ir=body, cond_nconsts=cn,
-                        body_nconsts=bn + len(t_bconst_avals))
-    primal_out = outs[:ncar]
-    it = iter(outs[ncar:])
-    t_out = [next(it) if m else Zero(a) for m, a in zip(carry_nz, carry_avals)]
-    return list(primal_out), t_out
+    return region, carry_nz, t_const_ops, t_init
+
+
+def _take(values: Sequence, sizes: Sequence[int]) -> list[list]:
+    """``values`` cut into consecutive groups of ``sizes``."""
+    groups, pos = [], 0
+    for size in sizes:
+        groups.append(list(values[pos:pos + size]))
+        pos += size
+    return groups
+
+
+def _carried_tangents(outs: Sequence, carry_nz: Sequence[bool], carry_avals) -> list:
+    it = iter(outs)
+    return [next(it) if m else Zero(tangent_aval(a)) for m, a in zip(carry_nz, carry_avals)]
+
+
+def _jvp_of_while(loop_p: Primitive, primals, tangents, *, cond_ir, body_ir, cond_nconsts,
+                  body_nconsts):
+    """The JVP of ``while`` (and of ``while_count``, whose extra output is its trip count)."""
+    cn, bn = cond_nconsts, body_nconsts
+    region, carry_nz, t_const_ops, t_init = _loop_body_jvp(
+        body_ir, 0, tangents[cn:cn + bn], tangents[cn + bn:])
+    from .control_flow import region_with_extra_inputs
+    t_carry_avals = [get_aval(t) for t in t_init]
+    cond = region_with_extra_inputs(cond_ir, [], t_carry_avals, len(cond_ir.in_vars))
+    outs = loop_p.bind(*primals[:cn + bn], *t_const_ops, *primals[cn + bn:], *t_init,
+                       cond_ir=cond, body_ir=region, cond_nconsts=cn,
+                       body_nconsts=bn + len(t_const_ops))
+    ncar = len(carry_nz)
+    extra = list(outs[ncar + len(t_init):])  # while_count's trip count
+    t_out = _carried_tangents(outs[ncar:ncar + len(t_init)], carry_nz,
+                              [v.aval for v in body_ir.in_vars[bn:]])
+    return list(outs[:ncar]) + extra, t_out + [Zero(tangent_aval(_I32))] * len(extra)
+
+
+def _while_jvp(primals, tangents, **params):
+    return _jvp_of_while(while_p, primals, tangents, **params)
 
 
 jvp_rules[while_p] = _while_jvp
@@ -437,21 +466,28 @@ jvp_rules[while_p] = _while_jvp
 #
 # A while loop's trip count depends on the data, so its linear part cannot be a loop of a
 # length known when tracing. The primal loop runs as ``while_count``, which also counts its
-# iterations N. The linear part is ``replay_scan``: N steps, each the body's JVP at that step's
-# primal carry. Going forwards, the primal carry advances alongside (O(N) body evaluations);
-# the transpose goes backwards and recomputes the carry of step k from the loop's initial
-# carry (O(N^2) body evaluations, memory of one carry, no bound on N).
+# iterations N. The linear part is a ``counted_loop`` over i in range(0, N): step i is the
+# body's JVP at the primal carry of step i, which the step recomputes from the loop's initial
+# carry by a nested counted_loop over range(0, i). Its transpose runs i from N - 1 down to 0,
+# recomputing the same way: O(N^2) body evaluations, memory of one carry, no bound on N.
 #
 # Recomputation rather than stacks of recorded carries, because in IREE 3.13 (a) a loop that
 # updates a carried buffer copies it whole at every iteration, so stacks cost O(N^2) copying
 # as well, and (b) loops carrying dynamically-shaped stacks miscompile when the body has a
 # conditional (wrong values or out-of-range bindings), which every bisection has.
+#
+# counted_loop is closed under the three AD rules: its JVP is a counted_loop; partial
+# evaluation splits it into the known loop and an unknown one whose step recomputes the known
+# carries of that step by a nested counted_loop (over range(lo, i), or range(i + 1, hi) when
+# it runs backwards); its transpose is a counted_loop in the other direction whose step runs
+# the step's nonlinear part, nested loops included, forwards. So grad of grad is the same
+# rules applied once more (O(N^3) body evaluations), and every order after it.
 
 from .lower import RuleContext, _compare, hlo, lowering_rules, mlir, op, scalar_like, tensor_type
 from .trace import Primitive, abstract_eval_rules
 
 while_count_p = Primitive("while_count", multiple_results=True)
-replay_scan_p = Primitive("replay_scan", multiple_results=True)
+counted_loop_p = Primitive("counted_loop", multiple_results=True)
 
 _I32 = ShapedArray((), np.dtype(np.int32))
 
@@ -463,7 +499,7 @@ def _lower_in(ctx: RuleContext, region: IR, args: Sequence) -> list:
 
 def _counted_while(types: list, inits: list, cond_fn, body_fn) -> list:
     """A stablehlo.while whose regions ``cond_fn``/``body_fn`` build from the block args; the
-    first carry is an int32 step counter that starts at 0 and that the body increments.
+    first carry is an int32 step counter, never negative inside the body, that the body advances.
 
     A carry the body does not read (a ``prev`` it overwrites, that only the condition reads)
     gets a read: ``select(counter < 0, old, new)``, always ``new``. Without one, IREE 3.13
@@ -520,71 +556,62 @@ abstract_eval_rules[while_count_p] = _while_count_abstract_eval
 lowering_rules[while_count_p] = _while_count_lowering
 
 
-def _replay_scan_abstract_eval(n, *operands, body, primal_body, stacked, reverse, num_consts,
-                               num_carry, num_primal_consts):
-    return list(operands[num_consts:num_consts + num_carry])
+jvp_rules[while_count_p] = lambda primals, tangents, **params: _jvp_of_while(
+    while_count_p, primals, tangents, **params)
 
 
-def _replay_scan_lowering(ctx: RuleContext, n, *operands, body, primal_body, stacked, reverse,
-                          num_consts, num_carry, num_primal_consts):
-    """Step k of N runs ``body(consts, carry, primal carry k)``; the primal carry k comes from
-    advancing the primal carry alongside (forwards) or from replaying k primal steps from the
-    initial primal carry (backwards)."""
-    consts = list(operands[:num_consts])
-    init = list(operands[num_consts:num_consts + num_carry])
-    primal_consts = list(operands[num_consts + num_carry:
-                                  num_consts + num_carry + num_primal_consts])
-    primal_init = list(operands[num_consts + num_carry + num_primal_consts:])
-    primal_types = [tensor_type(a) for a in
-                    ctx.avals_in[1 + num_consts + num_carry + num_primal_consts:]]
-    carry_types = [tensor_type(a) for a in ctx.avals_out]
+# -- counted_loop: for i in range(lo, hi) (or reversed): carry = body(i, consts..., carry...) -------
+
+def _counted_loop_abstract_eval(lo, hi, *operands, body, num_consts, reverse):
+    for bound in (lo, hi):
+        if bound.shape != () or bound.dtype != np.int32:
+            raise TypeError(f"counted_loop's bounds must be int32 scalars, got {bound.str_short()}")
+    return list(operands[num_consts:])
+
+
+def _counted_loop_lowering(ctx: RuleContext, lo, hi, *operands, body, num_consts, reverse):
+    consts, init = list(operands[:num_consts]), list(operands[num_consts:])
     i32_t = tensor_type(_I32)
-    n_p = len(primal_init)
-
-    def step(carry, primal):
-        slices = [p for p, s in zip(primal, stacked) if s]
-        return _lower_in(ctx, body, consts + list(carry) + slices)
-
-    def primal_step(primal):
-        return _lower_in(ctx, primal_body, primal_consts + list(primal))
-
-    def less_than(bound):
-        return lambda args: _compare(ctx, args[0], bound, "LT", _I32)
-
-    if not reverse:
-        results = _counted_while(
-            [i32_t] + carry_types + primal_types, [scalar_like(0, np.int32)] + init + primal_init,
-            less_than(n),
-            lambda args: ([_increment(args[0])] +
-                          step(args[1:1 + num_carry], args[1 + num_carry:]) +
-                          primal_step(args[1 + num_carry:])))
-        return results[1:1 + num_carry]
-
-    def backward_step(args):
-        k, carry = args[0], args[1:]
-        index = hlo("subtract", i32_t, hlo("subtract", i32_t, n, scalar_like(1, np.int32)), k)
-        replayed = _counted_while(
-            [i32_t] + primal_types, [scalar_like(0, np.int32)] + primal_init, less_than(index),
-            lambda a: [_increment(a[0])] + primal_step(a[1:1 + n_p]))
-        # Without a barrier on the replayed carry, IREE 3.13's stream partitioning fails
-        # ("circular dependency: input operation uses partition output") on some programs,
-        # e.g. the gradient of a bisection followed by a Newton step.
-        replayed = list(op("stablehlo.optimization_barrier", primal_types,
-                           replayed[1:]).results) if n_p else []
-        return [_increment(k)] + step(carry, replayed)
-
-    results = _counted_while([i32_t] + carry_types, [scalar_like(0, np.int32)] + init,
-                             less_than(n), backward_step)
-    return results[1:]
+    types = [i32_t] + [tensor_type(a) for a in ctx.avals_out]
+    # Backwards, the counter k still counts up (from lo) and the step is i = lo + hi - 1 - k:
+    # counting down from hi - 1 made IREE 3.13 drop a carry whose update is a constant (the
+    # zero cotangent of a carry the step does not read) from the rotated loop's condition.
+    if reverse:
+        last = hlo("subtract", i32_t, hlo("add", i32_t, lo, hi), scalar_like(1, np.int32))
+        index = lambda k: hlo("subtract", i32_t, last, k)
+    else:
+        index = lambda k: k
+    results = _counted_while(
+        types, [lo] + init, lambda a: _compare(ctx, a[0], hi, "LT", _I32),
+        lambda a: [_increment(a[0])] + _lower_in(ctx, body, [index(a[0])] + consts + a[1:]))
+    outs = results[1:]
+    if ctx.lowering.in_loop and outs:
+        # A loop nested in a loop (the recomputation of a step's carries): without a barrier
+        # on its results, IREE 3.13's stream partitioning fails ("circular dependency: input
+        # operation uses partition output") on some programs, e.g. the gradient of a bisection
+        # followed by a Newton step.
+        outs = list(op("stablehlo.optimization_barrier", types[1:], outs).results)
+    return outs
 
 
-abstract_eval_rules[replay_scan_p] = _replay_scan_abstract_eval
-lowering_rules[replay_scan_p] = _replay_scan_lowering
+abstract_eval_rules[counted_loop_p] = _counted_loop_abstract_eval
+lowering_rules[counted_loop_p] = _counted_loop_lowering
+
+
+def _counted_loop_jvp(primals, tangents, *, body, num_consts, reverse):
+    nc = num_consts
+    region, carry_nz, t_const_ops, t_init = _loop_body_jvp(body, 1, tangents[2:2 + nc],
+                                                           tangents[2 + nc:])
+    outs = counted_loop_p.bind(*primals[:2 + nc], *t_const_ops, *primals[2 + nc:], *t_init,
+                               body=region, num_consts=nc + len(t_const_ops), reverse=reverse)
+    ncar = len(carry_nz)
+    return list(outs[:ncar]), _carried_tangents(outs[ncar:], carry_nz,
+                                                [v.aval for v in body.in_vars[1 + nc:]])
 
 
 def _dce(ir: IR, keep_effects: bool = True) -> IR:
     """``ir`` without the equations its outputs do not need; effects (print, assert) are kept
-    unless ``keep_effects`` is false (in replays of steps that have run once already)."""
+    unless ``keep_effects`` is false (in recomputations of steps that have run once already)."""
     live = {id(a) for a in ir.outs if isinstance(a, Var)}
     kept = []
     from .trace import has_effects
@@ -596,210 +623,180 @@ def _dce(ir: IR, keep_effects: bool = True) -> IR:
     return IR(ir.const_vars, ir.in_vars, kept, ir.outs)
 
 
+def _inputs_read(ir: IR) -> set:
+    """The input variables of ``ir`` that its equations or outputs read (as a set of Vars)."""
+    read = {a for e in ir.eqns for a in e.inputs if isinstance(a, Var)}
+    read |= {a for a in ir.outs if isinstance(a, Var)}
+    return {v for v in ir.in_vars if v in read}
+
+
+def _needed_carries(body: IR, n_lead: int, needed: Sequence[bool]) -> tuple[IR, list[bool]]:
+    """A loop body (lead..., carry...) -> carry cut down to the carries that are ``needed``
+    after the loop or that a needed carry's update reads (a fixed point): the body over those,
+    and which they are. A carry nothing needs (a ``prev`` only a dropped condition read) would
+    otherwise stay in the loop, unread, which IREE 3.13 miscompiles (see _counted_while)."""
+    carry_vars = body.in_vars[n_lead:]
+    needed = list(needed)
+    while True:
+        kept = _dce(IR([], body.in_vars, body.eqns, _pick(body.outs, needed)), keep_effects=False)
+        reads = _inputs_read(kept)
+        new = [n or v in reads for n, v in zip(needed, carry_vars)]
+        if new == needed:
+            break
+        needed = new
+    return IR([], body.in_vars[:n_lead] + _pick(carry_vars, needed), kept.eqns, kept.outs), needed
+
+
+def _unknown_carries(body: IR, lead_u: Sequence[bool], carry_u: Sequence[bool]) -> list[bool]:
+    """Which carries of a loop are unknown: those unknown at the start, and (a fixed point)
+    those the body computes from unknown values. ``lead_u``: the inputs before the carries."""
+    carry_u = list(carry_u)
+    for _ in range(len(carry_u) + 1):
+        split = partial_eval_ir(body, list(lead_u) + carry_u)
+        new = [a or b for a, b in zip(carry_u, split.out_unknown)]
+        if new == carry_u:
+            break
+        carry_u = new
+    return carry_u
+
+
+def _pick(items: Sequence, mask: Sequence[bool], want: bool = True) -> list:
+    return [x for x, m in zip(items, mask) if bool(m) == want]
+
+
+def _split_counted_loop(eqn: Eqn, consts_u: Sequence[bool],
+                        carry_u: Sequence[bool]) -> tuple[Eqn, Eqn]:
+    """A counted_loop split into the loop of its known carries and the loop of its unknown
+    ones, whose step i recomputes the known carries of step i by a nested loop."""
+    p = eqn.params
+    body, nc, reverse = p["body"], p["num_consts"], p["reverse"]
+    lo, hi = eqn.inputs[:2]
+    consts, init = eqn.inputs[2:2 + nc], eqn.inputs[2 + nc:]
+    const_vars, carry_vars = body.in_vars[1:1 + nc], body.in_vars[1 + nc:]
+    split = partial_eval_ir(body, [False] + list(consts_u) + list(carry_u), carry_u)
+    known_body = _dce(IR([], [body.in_vars[0]] + _pick(const_vars, consts_u, False) +
+                         _pick(carry_vars, carry_u, False), split.known.eqns,
+                         _pick(body.outs, carry_u, False)))
+    known_consts, known_init = _pick(consts, consts_u, False), _pick(init, carry_u, False)
+    known_eqn = Eqn(counted_loop_p, [lo, hi] + known_consts + known_init,
+                    dict(p, body=known_body, num_consts=len(known_consts)),
+                    _pick(eqn.outputs, carry_u, False), eqn.loc)
+
+    step = _dce(IR([], body.in_vars, body.eqns, _pick(body.outs, carry_u)), keep_effects=False)
+    replay_body, replayed = _needed_carries(_dce(known_body, keep_effects=False),
+                                            1 + len(known_consts),
+                                            [v in _inputs_read(step) for v in
+                                             _pick(carry_vars, carry_u, False)])
+    groups = [[v.aval for v in vs] for vs in (
+        _pick(const_vars, consts_u, False), _pick(carry_vars, carry_u, False),
+        _pick(const_vars, consts_u), _pick(carry_vars, carry_u))]
+
+    def merge(mask, unknown_vals, known_vals):
+        it_u, it_k = iter(unknown_vals), iter(known_vals)
+        return [next(it_u) if m else next(it_k) for m in mask]
+
+    def unknown_step(i, bound, *vals):
+        kc, kinit, uc, ucarry = _take(vals, [len(g) for g in groups])
+        known_carry = [None] * len(kinit)  # the step reads only the replayed ones
+        if any(replayed):
+            if reverse:
+                from . import primitives as P
+                start, stop = P.add_p.bind(i, TypedScalar(1, np.dtype(np.int32), False)), bound
+            else:
+                start, stop = bound, i
+            known_carry = merge(replayed, counted_loop_p.bind(
+                start, stop, *kc, *_pick(kinit, replayed), body=replay_body,
+                num_consts=len(kc), reverse=reverse), known_carry)
+        return _eval_ir(step, [i] + merge(consts_u, uc, kc) + merge(carry_u, ucarry, known_carry))
+
+    region, captured = trace_region(unknown_step, [_I32, _I32] + [a for g in groups for a in g])
+    assert not captured
+    unknown_eqn = Eqn(counted_loop_p,
+                      [lo, hi, hi if reverse else lo] + known_consts + known_init +
+                      _pick(consts, consts_u) + _pick(init, carry_u),
+                      dict(p, body=_dce(region),
+                           num_consts=1 + len(known_consts) + len(known_init) + sum(consts_u)),
+                      _pick(eqn.outputs, carry_u), eqn.loc)
+    return known_eqn, unknown_eqn
+
+
+def _counted_loop_partial_eval(eqn: Eqn, unknown: Sequence[bool]) -> tuple[list, list]:
+    if unknown[0] or unknown[1]:
+        raise TypeError("a loop's bounds cannot depend on a tangent")
+    nc = eqn.params["num_consts"]
+    consts_u = list(unknown[2:2 + nc])
+    carry_u = _unknown_carries(eqn.params["body"], [False] + consts_u, unknown[2 + nc:])
+    known_eqn, unknown_eqn = _split_counted_loop(eqn, consts_u, carry_u)
+    return [known_eqn], [unknown_eqn]
+
+
 def _while_partial_eval(eqn: Eqn, unknown: Sequence[bool]) -> tuple[list, list]:
+    """``while`` (or ``while_count``) split into ``while_count`` running the known carries and
+    counting the steps, and a counted_loop over that count for the unknown carries."""
     p = eqn.params
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
     cond_ir, body_ir = p["cond_ir"], p["body_ir"]
     if any(unknown[:cn]):
         raise TypeError("a while loop's condition cannot depend on a tangent")
     bconst_u = list(unknown[cn:cn + bn])
-    carry_u = list(unknown[cn + bn:])
-    ncar = len(carry_u)
-    for _ in range(ncar + 1):
-        split = partial_eval_ir(body_ir, bconst_u + carry_u)
-        new = [a or b for a, b in zip(carry_u, split.out_unknown)]
-        if new == carry_u:
-            break
-        carry_u = new
+    carry_u = _unknown_carries(body_ir, bconst_u, unknown[cn + bn:])
     if partial_eval_ir(cond_ir, [False] * cn + carry_u).out_unknown[0]:
         raise TypeError("a while loop's condition cannot depend on a tangent")
+    counted = eqn.primitive is while_count_p
+    outputs = eqn.outputs[:-1] if counted else eqn.outputs
+    count = eqn.outputs[-1] if counted else Var(_I32)
     ins = eqn.inputs
-    cond_consts = ins[:cn]
-    bconsts, carry_in = ins[cn:cn + bn], ins[cn + bn:]
-    body_bconst_vars, body_carry_vars = body_ir.in_vars[:bn], body_ir.in_vars[bn:]
-    known_bconst_vars = [v for v, u in zip(body_bconst_vars, bconst_u) if not u]
-    known_carry_vars = [v for v, u in zip(body_carry_vars, carry_u) if not u]
-    unknown_bconst_vars = [v for v, u in zip(body_bconst_vars, bconst_u) if u]
-    unknown_carry_vars = [v for v, u in zip(body_carry_vars, carry_u) if u]
-    known_bconsts = [a for a, u in zip(bconsts, bconst_u) if not u]
-    known_init = [a for a, u in zip(carry_in, carry_u) if not u]
-    # The primal loop: the body's known equations, producing the known carries.
-    split = partial_eval_ir(body_ir, bconst_u + carry_u, carry_u)
-    known_outs = [a for a, u in zip(body_ir.outs, carry_u) if not u]
-    primal_body = _dce(IR([], known_bconst_vars + known_carry_vars, split.known.eqns, known_outs))
-    cond_known = _dce(IR([], list(cond_ir.in_vars[:cn]) +
-                         [v for v, u in zip(cond_ir.in_vars[cn:], carry_u) if not u],
+    # The while body as the body of a counted loop (which ignores the step index).
+    body_i = IR([], [Var(_I32)] + list(body_ir.in_vars), body_ir.eqns, body_ir.outs)
+    zero = Literal(0, _I32)
+    as_loop = Eqn(counted_loop_p, [zero, count] + list(ins[cn:]),
+                  {"body": body_i, "num_consts": bn, "reverse": False}, outputs, eqn.loc)
+    known_loop, unknown_eqn = _split_counted_loop(as_loop, bconst_u, carry_u)
+    kb = known_loop.params["body"]
+    primal_body = IR([], kb.in_vars[1:], kb.eqns, kb.outs)
+    cond_known = _dce(IR([], list(cond_ir.in_vars[:cn]) + _pick(cond_ir.in_vars[cn:], carry_u,
+                                                               False),
                          cond_ir.eqns, cond_ir.outs))
-    # The linear step: the JVP body at the step's primal carry (only the carries it reads).
-    # The primal loop (while_count) runs the body's prints and asserts; the replays do not.
-    replay_body = _dce(primal_body, keep_effects=False)
-    step = _dce(IR([], known_bconst_vars + unknown_bconst_vars + unknown_carry_vars +
-                   known_carry_vars, body_ir.eqns,
-                   [a for a, u in zip(body_ir.outs, carry_u) if u]), keep_effects=False)
-    used = {id(a) for e in step.eqns for a in e.inputs} | {id(a) for a in step.outs}
-    stacked = tuple(id(v) in used for v in known_carry_vars)
-    step = IR([], step.in_vars[:len(step.in_vars) - len(known_carry_vars)] +
-              [v for v, s in zip(known_carry_vars, stacked) if s], step.eqns, step.outs)
-    count = Var(_I32)
-    known_eqn = Eqn(while_count_p, list(cond_consts) + known_bconsts + known_init,
+    known_eqn = Eqn(while_count_p, list(ins[:cn]) + known_loop.inputs[2:],
                     {"cond_ir": cond_known, "body_ir": primal_body, "cond_nconsts": cn,
-                     "body_nconsts": len(known_bconst_vars)},
-                    [v for v, u in zip(eqn.outputs, carry_u) if not u] + [count], eqn.loc)
-    unknown_eqn = Eqn(replay_scan_p,
-                      [count] + known_bconsts + [a for a, u in zip(bconsts, bconst_u) if u] +
-                      [a for a, u in zip(carry_in, carry_u) if u] + known_bconsts + known_init,
-                      {"body": step, "primal_body": replay_body, "stacked": stacked,
-                       "reverse": False,
-                       "num_consts": len(known_bconst_vars) + len(unknown_bconst_vars),
-                       "num_carry": len(unknown_carry_vars),
-                       "num_primal_consts": len(known_bconst_vars)},
-                      [v for v, u in zip(eqn.outputs, carry_u) if u], eqn.loc)
+                     "body_nconsts": known_loop.params["num_consts"]},
+                    known_loop.outputs + [count], eqn.loc)
     return [known_eqn], [unknown_eqn]
 
 
-def _replay_scan_transpose(cts, n, *args, body, primal_body, stacked, reverse, num_consts,
-                           num_carry, num_primal_consts):
-    consts = args[:num_consts]
-    carry = args[num_consts:num_consts + num_carry]
-    primal = args[num_consts + num_carry:]
-    if is_undefined(n) or any(is_undefined(a) for a in primal):
-        raise _higher_order_error()
+def _counted_loop_transpose(cts, lo, hi, *args, body, num_consts, reverse):
+    if is_undefined(lo) or is_undefined(hi):
+        raise TypeError("a loop's bounds cannot be linear")
+    consts, carry = args[:num_consts], args[num_consts:]
+    ncar = len(carry)
+    # Every carry is linear, even one that starts as a known value (the zeros a tangent carry
+    # starts from): its cotangent is just not returned.
     const_lin = [is_undefined(c) for c in consts]
-    n_slices = sum(stacked)
-    t_body = transpose_ir(body, const_lin + [True] * num_carry + [False] * n_slices)
-    res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
-    lin_const_avals = [c.aval for c, lin in zip(consts, const_lin) if lin]
+    t_body = transpose_ir(body, [False] + const_lin + [True] * ncar)
+    res_consts = _pick(consts, const_lin, False)
+    lin_const_avals = [c.aval for c in _pick(consts, const_lin)]
     n_rc, n_lc = len(res_consts), len(lin_const_avals)
     ct_carry = [instantiate(ct) for ct in cts]
 
-    def t_step(*vals):
-        rc = list(vals[:n_rc])
-        ct_c = list(vals[n_rc:n_rc + num_carry])
-        acc = list(vals[n_rc + num_carry:n_rc + num_carry + n_lc])
-        slices = list(vals[n_rc + num_carry + n_lc:])
-        outs = _eval_ir(t_body, rc + slices + ct_c)
-        ct_consts, ct_carry_in = outs[:n_lc], outs[n_lc:]
-        acc = [ad.add_tangents(a, c) for a, c in zip(acc, ct_consts)]
-        return ct_carry_in + acc
+    def t_step(i, *vals):
+        rc, ct_c, acc = _take(vals, [n_rc, ncar, n_lc])
+        outs = _eval_ir(t_body, [i] + rc + ct_c)
+        return outs[n_lc:] + [ad.add_tangents(a, c) for a, c in zip(acc, outs[:n_lc])]
 
-    primal_avals = [get_aval(a) for a in primal[num_primal_consts:]]
-    slice_avals = [a for a, s in zip(primal_avals, stacked) if s]
-    step_avals = ([get_aval(c) for c in res_consts] + [get_aval(c) for c in ct_carry] +
-                  [tangent_aval(a) for a in lin_const_avals] + slice_avals)
-    region, region_consts = trace_region(t_step, step_avals)
-    assert not region_consts
-    # The transposed step takes (consts, carry..., primal carry); accumulators ride as carry.
+    region, captured = trace_region(t_step, [_I32] + [get_aval(c) for c in res_consts] +
+                                    [get_aval(c) for c in ct_carry] +
+                                    [tangent_aval(a) for a in lin_const_avals])
+    assert not captured
     acc_init = [ad.zeros(tangent_aval(a)) for a in lin_const_avals]
-    outs = replay_scan_p.bind(n, *res_consts, *ct_carry, *acc_init, *primal, body=region,
-                              primal_body=primal_body, stacked=stacked, reverse=not reverse,
-                              num_consts=n_rc, num_carry=num_carry + n_lc,
-                              num_primal_consts=num_primal_consts)
-    ct_init, ct_lin = outs[:num_carry], outs[num_carry:]
-    it = iter(ct_lin)
-    return [None] + [next(it) if lin else None for lin in const_lin] + \
-        [ct if is_undefined(c) else None for ct, c in zip(ct_init, carry)] + [None] * len(primal)
-
-
-def _higher_order_error() -> NotImplementedError:
-    return NotImplementedError(
-        "reverse mode through the derivative of a while loop whose trip count depends on the "
-        "data is not supported (grad of grad); forward mode over it is (jvp of grad, "
-        "jacfwd(jacrev(f)), hessian), and loops of a fixed trip count, fori_loop and scan "
-        "support any order")
-
-
-# -- forward mode over the reverse pass (jacfwd(jacrev(f)), hessian) -----------------------------
-
-def _while_count_jvp(primals, tangents, **params):
-    """The loop's JVP (while's rule) and, from a primal loop beside it, its trip count."""
-    count = while_count_p.bind(*primals, **params)[-1]
-    outs, touts = _while_jvp(primals, tangents, **params)
-    return list(outs) + [count], list(touts) + [Zero(tangent_aval(_I32))]
-
-
-def _dense_jvp_region(region: IR, n_in_groups: Sequence[int]) -> tuple[IR, list[bool]]:
-    """``region`` as a function of its inputs and the tangents of its differentiable inputs,
-    returning its outputs and the tangents of its differentiable outputs. The inputs come in
-    groups (sizes ``n_in_groups``); each group's tangents follow the group. Returns the region
-    and, per input, whether it has a tangent."""
-    in_avals = [v.aval for v in region.in_vars]
-    has_t = [ad.is_differentiable(a) for a in in_avals]
-    out_has_t = [ad.is_differentiable(a) for a in region.out_avals]
-    groups, start = [], 0
-    for size in n_in_groups:
-        groups.append(list(range(start, start + size)))
-        start += size
-    layout_avals, layout = [], []  # (input index, is tangent) per region input, in order
-    for g in groups:
-        for i in g:
-            layout.append((i, False))
-            layout_avals.append(in_avals[i])
-        for i in g:
-            if has_t[i]:
-                layout.append((i, True))
-                layout_avals.append(tangent_aval(in_avals[i]))
-
-    def fn(*vals):
-        primal = [None] * len(in_avals)
-        tangent = [Zero(tangent_aval(a)) for a in in_avals]
-        for (i, is_t), v in zip(layout, vals):
-            if is_t:
-                tangent[i] = v
-            else:
-                primal[i] = v
-        outs, touts = jvp_eval(ClosedIR(region, []), primal, tangent)
-        return list(outs) + [instantiate(t) for t, h in zip(touts, out_has_t) if h]
-
-    traced, consts = trace_region(fn, layout_avals)
-    assert not consts
-    return traced, has_t
-
-
-def _replay_scan_jvp(primals, tangents, *, body, primal_body, stacked, reverse, num_consts,
-                     num_carry, num_primal_consts):
-    """A replay_scan of the JVPs: its carry holds the tangents beside the carry, and its primal
-    carry the primal carry's tangents beside the primal carry (replayed alike)."""
-    n, ops, t_ops = primals[0], list(primals[1:]), list(tangents[1:])
-    n_c, n_car, n_pc = num_consts, num_carry, num_primal_consts
-    bounds = [0, n_c, n_c + n_car, n_c + n_car + n_pc, len(ops)]
-    parts = [ops[a:b] for a, b in zip(bounds, bounds[1:])]
-    t_parts = [t_ops[a:b] for a, b in zip(bounds, bounds[1:])]
-    n_slices = sum(stacked)
-    new_body, body_t = _dense_jvp_region(body, [n_c, n_car, n_slices])
-    new_primal_body, primal_t = _dense_jvp_region(primal_body, [n_pc, len(parts[3])])
-    slice_t = body_t[n_c + n_car:]
-    new_stacked = tuple(stacked) + tuple(
-        s for s, h in zip(stacked, primal_t[n_pc:]) if h)
-    # The body's slices come as (primal slices, their tangents); the primal carry as (primal
-    # carry, its tangents): the stacked tangents are in the same order as the slices with one.
-    assert [h for s, h in zip(stacked, primal_t[n_pc:]) if s] == slice_t
-
-    def with_tangents(values, t_values):
-        dense = [instantiate(t) if not isinstance(t, Zero) else ad.zeros(tangent_aval(get_aval(v)))
-                 for v, t in zip(values, t_values)]
-        return list(values) + [d for d, v in zip(dense, values)
-                               if ad.is_differentiable(get_aval(v))]
-
-    groups = [with_tangents(p, t) for p, t in zip(parts, t_parts)]
-    outs = replay_scan_p.bind(n, *groups[0], *groups[1], *groups[2], *groups[3],
-                              body=new_body, primal_body=new_primal_body, stacked=new_stacked,
-                              reverse=reverse, num_consts=len(groups[0]),
-                              num_carry=len(groups[1]), num_primal_consts=len(groups[2]))
-    primal_out = outs[:n_car]
-    it = iter(outs[n_car:])
-    t_out = [next(it) if ad.is_differentiable(get_aval(v)) else Zero(tangent_aval(get_aval(v)))
-             for v in primal_out]
-    return list(primal_out), t_out
-
-
-def _replay_scan_partial_eval(eqn: Eqn, unknown: Sequence[bool]) -> tuple[list, list]:
-    # Linearizing a replay_scan (reverse mode over the derivative of a while loop) would split
-    # it into a primal and a linear replay: not done.
-    raise _higher_order_error()
+    outs = counted_loop_p.bind(lo, hi, *res_consts, *ct_carry, *acc_init, body=region,
+                               num_consts=n_rc, reverse=not reverse)
+    ct_init, ct_lin = outs[:ncar], iter(outs[ncar:])
+    return [None, None] + [next(ct_lin) if lin else None for lin in const_lin] + \
+        [ct if is_undefined(c) else None for ct, c in zip(ct_init, carry)]
 
 
 partial_eval_rules[while_p] = _while_partial_eval
-partial_eval_rules[replay_scan_p] = _replay_scan_partial_eval
-transpose_rules[replay_scan_p] = _replay_scan_transpose
-jvp_rules[while_count_p] = _while_count_jvp
-jvp_rules[replay_scan_p] = _replay_scan_jvp
+partial_eval_rules[while_count_p] = _while_partial_eval
+jvp_rules[counted_loop_p] = _counted_loop_jvp
+partial_eval_rules[counted_loop_p] = _counted_loop_partial_eval
+transpose_rules[counted_loop_p] = _counted_loop_transpose

@@ -162,7 +162,7 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
 # Primitives with regions run eagerly as a one-equation program of static shapes (their bodies
 # are arbitrary programs: no shape-polymorphic kernel can be prepared for them).
 _STATIC_ONLY = frozenset({"cond", "while", "scan", "custom_jvp_call", "custom_vjp_call",
-                          "custom_lin", "while_count", "replay_scan"})
+                          "custom_lin", "while_count", "counted_loop"})
 _static_programs: dict[str, Executable] = {}
 
 
