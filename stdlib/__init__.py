@@ -27,6 +27,7 @@ _ATTRIBUTES = {
     "grad": "pyree._autodiff", "value_and_grad": "pyree._autodiff", "jvp": "pyree._autodiff",
     "vjp": "pyree._autodiff", "linearize": "pyree._autodiff", "jacfwd": "pyree._autodiff",
     "jacrev": "pyree._autodiff", "hessian": "pyree._autodiff",
+    "vmap": "pyree._vmap",
     "custom_jvp": "pyree._custom_derivatives", "custom_vjp": "pyree._custom_derivatives",
     "tree_map": "pyree.tree_util", "tree_flatten": "pyree.tree_util",
     "tree_unflatten": "pyree.tree_util", "tree_leaves": "pyree.tree_util",

@@ -1,0 +1,501 @@
+"""Batching (``vmap``) as an IR -> IR transformation.
+
+``batch_eval`` interprets an IR on values that each carry a batch dimension (``dims[i]``, an
+axis of ``values[i]``, or ``None`` for a value shared by every example), emitting into whatever
+trace is active (or eagerly) each equation's batched form: equations whose inputs are all
+unbatched are emitted as they are; the others go through the primitive's batching rule, which
+moves the batch axis as little as it can. Rules live in ``batching_rules``:
+
+    rule(axis, values, dims, **params) -> (outputs, their batch dims)
+
+where ``axis`` (a ``BatchAxis``) has the batch size and the ``axis_name``.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Callable, Hashable, Optional, Sequence
+
+import numpy as np
+
+from .ir import IR, Atom, ClosedIR, Literal, ShapedArray, Var
+from .lower import lowering_rules
+from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval
+from . import primitives as P
+
+# primitive -> rule(axis, values, dims, **params) -> (outputs, output batch dims)
+batching_rules: dict[Primitive, Callable] = {}
+
+Dim = Optional[int]
+
+
+class BatchAxis:
+    """The axis being vectorized over: its size, and its name for collectives (``psum``)."""
+
+    __slots__ = ("size", "name")
+
+    def __init__(self, size: int, name: Optional[Hashable] = None) -> None:
+        self.size = size
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"BatchAxis({self.size}, {self.name!r})"
+
+
+# -- moving batch axes ---------------------------------------------------------------------------
+
+def moveaxis(x: Any, src: int, dst: int) -> Any:
+    """``x`` with its axis ``src`` moved to position ``dst``."""
+    if src == dst:
+        return x
+    ndim = get_aval(x).ndim
+    perm = [d for d in range(ndim) if d != src]
+    perm.insert(dst, src)
+    return P.transpose_p.bind(x, permutation=tuple(perm))
+
+
+def broadcast_batched(x: Any, size: int, dim: int) -> Any:
+    """An unbatched ``x`` repeated ``size`` times along a new axis ``dim``."""
+    aval = get_aval(x)
+    shape = list(aval.shape)
+    shape.insert(dim, size)
+    kept = tuple(d for d in range(len(shape)) if d != dim)
+    return P.broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=kept)
+
+
+def move_to(x: Any, d: Dim, dst: int, size: int) -> Any:
+    """``x`` with its batch axis at ``dst``: moved there, or created there if ``d`` is None."""
+    if d is None:
+        return broadcast_batched(x, size, dst)
+    return moveaxis(x, d, dst)
+
+
+def to_front(x: Any, d: Dim, size: int) -> Any:
+    return move_to(x, d, 0, size)
+
+
+def example_aval(aval: ShapedArray, d: Dim) -> ShapedArray:
+    """The per-example abstract value of a batched one."""
+    if d is None:
+        return aval
+    shape = aval.shape[:d] + aval.shape[d + 1:]
+    return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+def batched_aval(aval: ShapedArray, d: Dim, size: int) -> ShapedArray:
+    if d is None:
+        return aval
+    shape = aval.shape[:d] + (size,) + aval.shape[d:]
+    return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+def example_axes(axes: Sequence[int], d: int) -> tuple:
+    """Axes of an example as axes of the batched value whose batch axis is ``d``."""
+    return tuple(a + (a >= d) for a in axes)
+
+
+# -- the interpreter -----------------------------------------------------------------------------
+
+def batch_eval(closed: ClosedIR, values: Sequence[Any], dims: Sequence[Dim],
+               axis: BatchAxis) -> tuple[list, list[Dim]]:
+    """Evaluate ``closed`` on batched ``values`` (batch axes ``dims``): (outputs, their
+    batch axes)."""
+    ir = closed.ir
+    env: dict[Var, tuple[Any, Dim]] = {}
+    for v, c in zip(ir.const_vars, closed.consts):
+        env[v] = (c, None)
+    for v, x, d in zip(ir.in_vars, values, dims):
+        env[v] = (x, d)
+
+    def read(a: Atom) -> tuple[Any, Dim]:
+        if isinstance(a, Literal):
+            return TypedScalar(a.value, a.aval.dtype, a.aval.weak_type), None
+        return env[a]
+
+    for eqn in ir.eqns:
+        ins = [read(a) for a in eqn.inputs]
+        xs = [x for x, _ in ins]
+        ds = [d for _, d in ins]
+        if all(d is None for d in ds) and not _names_axis(eqn.primitive, eqn.params, axis):
+            outs = bind(eqn.primitive, xs, eqn.params)
+            out_dims: list[Dim] = [None] * len(outs)
+        else:
+            rule = batching_rules.get(eqn.primitive)
+            if rule is None:
+                raise NotImplementedError(f"vmap of primitive {eqn.primitive} is not supported "
+                                          f"(no batching rule)")
+            outs, out_dims = rule(axis, xs, ds, **eqn.params)
+        for v, o, d in zip(eqn.outputs, outs, out_dims):
+            env[v] = (o, d)
+    results = [read(a) for a in ir.outs]
+    return [x for x, _ in results], [d for _, d in results]
+
+
+# Collectives over a named axis (psum, ...) must see the axis even when their operand is
+# shared by every example: they register here with their axis-name parameter.
+named_axis_params: dict[Primitive, str] = {}
+
+
+def _names_axis(prim: Primitive, params: dict, axis: BatchAxis) -> bool:
+    key = named_axis_params.get(prim)
+    return key is not None and axis.name is not None and axis.name in params[key]
+
+
+def batch_region(region: IR, in_dims: Sequence[Dim], axis: BatchAxis,
+                 out_dims: Optional[Sequence[Dim]] = None) -> tuple[IR, list[Dim]]:
+    """``region`` batched: an IR taking the batched inputs (batch axes ``in_dims``) and
+    returning its outputs batched along ``out_dims`` (given: each output moved there, ``None``
+    meaning it must be unbatched; not given: where the rules left them). Returns the IR and
+    its outputs' batch axes."""
+    from .control_flow import trace_region
+    in_avals = [batched_aval(v.aval, d, axis.size) for v, d in zip(region.in_vars, in_dims)]
+    found: list[Dim] = []
+
+    def fun(*args):
+        outs, dims = batch_eval(ClosedIR(region, []), args, in_dims, axis)
+        if out_dims is None:
+            found.extend(dims)
+            return outs
+        moved = []
+        for o, d, want in zip(outs, dims, out_dims):
+            if want is None:
+                if d is not None:
+                    raise ValueError("internal: a region output expected unbatched is batched")
+                moved.append(o)
+            else:
+                moved.append(move_to(o, d, want, axis.size))
+        found.extend(out_dims)
+        return moved
+
+    ir, captured = trace_region(fun, in_avals)
+    assert not captured, "a batched region captured values"
+    return ir, found
+
+
+def region_out_batched(region: IR, in_batched: Sequence[bool], axis: BatchAxis) -> list[bool]:
+    """Which outputs of ``region`` are batched when the inputs ``in_batched`` are (at axis 0)."""
+    _, dims = batch_region(region, [0 if b else None for b in in_batched], axis)
+    return [d is not None for d in dims]
+
+
+# -- rules: elementwise ----------------------------------------------------------------------------
+
+def _elementwise_rule(prim: Primitive) -> Callable:
+    def rule(axis: BatchAxis, values, dims, **params):
+        avals = [get_aval(v) for v in values]
+        ranks = [a.ndim - (d is not None) for a, d in zip(avals, dims)]
+        out_rank = max(ranks)
+        full = [d for d, r in zip(dims, ranks) if d is not None and r == out_rank]
+        # Keep the batch axis where the full-rank operands agree on it; else at the front.
+        out_dim = full[0] if full and all(d == full[0] for d in full) else 0
+        example_shape = next(example_aval(a, d).shape for a, d, r in zip(avals, dims, ranks)
+                             if r == out_rank)
+        out_shape = batched_aval(ShapedArray(example_shape, avals[0].dtype), out_dim,
+                                 axis.size).shape
+        args = []
+        for v, a, d, r in zip(values, avals, dims, ranks):
+            if d is None:
+                if r == 0:
+                    args.append(v)  # a rank-0 operand broadcasts
+                else:
+                    args.append(broadcast_batched(v, axis.size, out_dim))
+            elif r == 0 and out_rank > 0:
+                args.append(P.broadcast_in_dim_p.bind(v, shape=out_shape,
+                                                      broadcast_dimensions=(out_dim,)))
+            else:
+                args.append(moveaxis(v, d, out_dim))
+        return [prim.bind(*args, **params)], [out_dim]
+    return rule
+
+
+for _prim in P.ELEMENTWISE:
+    batching_rules[_prim] = _elementwise_rule(_prim)
+
+
+# -- rules: shapes ---------------------------------------------------------------------------------
+
+def _broadcast_in_dim_rule(axis, values, dims, *, shape, broadcast_dimensions):
+    (x,), (d,) = values, dims
+    x = moveaxis(x, d, 0)
+    out = P.broadcast_in_dim_p.bind(
+        x, shape=(axis.size,) + tuple(shape),
+        broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions))
+    return [out], [0]
+
+
+def _reshape_rule(axis, values, dims, *, new_sizes, **params):
+    (x,), (d,) = values, dims
+    x = moveaxis(x, d, 0)
+    return [P.reshape_p.bind(x, new_sizes=(axis.size,) + tuple(new_sizes), **params)], [0]
+
+
+def _transpose_rule(axis, values, dims, *, permutation):
+    (x,), (d,) = values, dims
+    x = moveaxis(x, d, 0)
+    perm = (0,) + tuple(p + 1 for p in permutation)
+    return [P.transpose_p.bind(x, permutation=perm)], [0]
+
+
+def _rev_rule(axis, values, dims, *, dimensions):
+    (x,), (d,) = values, dims
+    return [P.rev_p.bind(x, dimensions=example_axes(dimensions, d))], [d]
+
+
+def _insert(t: Optional[tuple], d: int, value: Any) -> Optional[tuple]:
+    if t is None:
+        return None
+    t = list(t)
+    t.insert(d, value)
+    return tuple(t)
+
+
+def _slice_rule(axis, values, dims, *, start_indices, limit_indices, strides=None):
+    (x,), (d,) = values, dims
+    out = P.slice_p.bind(x, start_indices=_insert(start_indices, d, 0),
+                         limit_indices=_insert(limit_indices, d, axis.size),
+                         strides=_insert(strides, d, 1))
+    return [out], [d]
+
+
+def _pad_rule(axis, values, dims, *, padding_config):
+    (x, pad_value), (d, pd) = values, dims
+    if pd is None:
+        out = P.pad_p.bind(x, pad_value, padding_config=_insert(padding_config, d, (0, 0, 0)))
+        return [out], [d]
+    # A padding value per example: pad with zeros, then choose the padding value where the
+    # mask of original elements (padded with False) says so.
+    x = to_front(x, d, axis.size)
+    config = ((0, 0, 0),) + tuple(padding_config)
+    zero = TypedScalar(0, get_aval(x).dtype, False)
+    padded = P.pad_p.bind(x, zero, padding_config=config)
+    ones = P.broadcast_in_dim_p.bind(TypedScalar(True, np.dtype(np.bool_), False),
+                                     shape=get_aval(x).shape, broadcast_dimensions=())
+    mask = P.pad_p.bind(ones, TypedScalar(False, np.dtype(np.bool_), False),
+                        padding_config=config)
+    fill = P.broadcast_in_dim_p.bind(moveaxis(pad_value, pd, 0), shape=get_aval(padded).shape,
+                                     broadcast_dimensions=(0,))
+    return [P.select_p.bind(mask, padded, fill)], [0]
+
+
+def _concatenate_rule(axis, values, dims, *, dimension):
+    args = [to_front(v, d, axis.size) for v, d in zip(values, dims)]
+    return [P.concatenate_p.bind(*args, dimension=dimension + 1)], [0]
+
+
+def _reduction_rule(prim: Primitive) -> Callable:
+    def rule(axis, values, dims, *, axes, **params):
+        (x,), (d,) = values, dims
+        real_axes = example_axes(axes, d)
+        out_dim = d - sum(1 for a in real_axes if a < d)
+        return [prim.bind(x, axes=real_axes, **params)], [out_dim]
+    return rule
+
+
+for _prim in (P.reduce_sum_p, P.reduce_prod_p, P.reduce_max_p, P.reduce_min_p, P.reduce_and_p,
+              P.reduce_or_p, P.argmax_p, P.argmin_p):
+    batching_rules[_prim] = _reduction_rule(_prim)
+
+
+def _dot_general_rule(axis, values, dims, *, dimension_numbers, **params):
+    (lhs, rhs), (ld, rd) = values, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if ld is not None and rd is not None:
+        # Both batched: the batch axis becomes a dot_general batch dimension (the first).
+        lc, lb = example_axes(lc, ld), example_axes(lb, ld)
+        rc, rb = example_axes(rc, rd), example_axes(rb, rd)
+        dn = ((lc, rc), ((ld,) + lb, (rd,) + rb))
+        return [P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params)], [0]
+    if ld is not None:
+        # Batched lhs: its batch axis is a free dimension; the output's free lhs dims follow
+        # the batch dims in lhs order.
+        lc2, lb2 = example_axes(lc, ld), example_axes(lb, ld)
+        free_before = sum(1 for a in range(ld) if a not in lc2 and a not in lb2)
+        out = P.dot_general_p.bind(lhs, rhs, dimension_numbers=((lc2, rc), (lb2, rb)), **params)
+        return [out], [len(lb) + free_before]
+    rc2, rb2 = example_axes(rc, rd), example_axes(rb, rd)
+    free_before = sum(1 for a in range(rd) if a not in rc2 and a not in rb2)
+    lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
+    out = P.dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc2), (lb, rb2)), **params)
+    return [out], [len(lb) + lhs_free + free_before]
+
+
+def _dynamic_slice_rule(axis, values, dims, *, slice_sizes):
+    x, *starts = values
+    xd, *sds = dims
+    if all(d is None for d in sds):
+        x = moveaxis(x, xd, 0)
+        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
+        out = P.dynamic_slice_p.bind(x, zero, *starts, slice_sizes=(axis.size,) + tuple(slice_sizes))
+        return [out], [0]
+    return batched_start_slice(axis, x, xd, starts, sds, slice_sizes)
+
+
+def _dynamic_update_slice_rule(axis, values, dims):
+    x, update, *starts = values
+    xd, ud, *sds = dims
+    if all(d is None for d in sds):
+        x = to_front(x, xd, axis.size)
+        update = to_front(update, ud, axis.size)
+        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
+        return [P.dynamic_update_slice_p.bind(x, update, zero, *starts)], [0]
+    return batched_start_update(axis, x, xd, update, ud, starts, sds)
+
+
+def _clamped_starts(axis, starts, sds, dims_sizes, slice_sizes):
+    """Per-example start positions (B,) per axis, clamped into range as dynamic_slice does."""
+    out = []
+    for s, d, n, k in zip(starts, sds, dims_sizes, slice_sizes):
+        dtype = get_aval(s).dtype
+        s = to_front(s, d, axis.size) if d is not None else P.broadcast_in_dim_p.bind(
+            s, shape=(axis.size,), broadcast_dimensions=())
+        s = P.max_p.bind(s, TypedScalar(0, dtype, False))
+        s = P.min_p.bind(s, TypedScalar(n - k, dtype, False))
+        out.append(P.convert_element_type_p.bind(s, new_dtype=np.dtype(np.int32),
+                                                 weak_type=False))
+    return out
+
+
+def batched_start_slice(axis, x, xd, starts, sds, slice_sizes):
+    """dynamic_slice with a start per example. Each example's window is cut out by a one-hot
+    selection along every sliced axis: out[b, j] = sum_p [p == start_b + j] x[b, p], with a
+    select (not a product), so that values outside the window (inf, nan) cannot leak in."""
+    x = to_front(x, xd, axis.size)
+    shape = get_aval(x).shape
+    starts_b = _clamped_starts(axis, starts, sds, shape[1:], slice_sizes)
+    y = x
+    for ax, (k, s_b) in enumerate(zip(slice_sizes, starts_b)):
+        n = get_aval(y).shape[ax + 1]
+        if k != n:  # (a whole axis: the start is clamped to 0)
+            y = _move_window(axis, y, ax + 1, s_b, k, cut=True)
+    return [y], [0]
+
+
+def _move_window(axis, y, real_axis: int, start_b, out_size: int, cut: bool):
+    """Along ``real_axis`` of ``y`` (batch first), per example: ``cut``: the ``out_size``
+    positions from ``start_b`` (out[i] = y[start + i]); else ``y`` placed at ``start_b`` in an
+    axis of ``out_size`` (out[start + j] = y[j], other positions zero). A one-hot selection
+    summed over the input positions, with a select rather than a product so that values
+    elsewhere (inf, nan) cannot leak in."""
+    aval = get_aval(y)
+    in_size = aval.shape[real_axis]
+    hot_shape = (axis.size, out_size, in_size)
+    i = P.iota_p.bind(dtype=np.dtype(np.int32), shape=hot_shape, dimension=1)
+    j = P.iota_p.bind(dtype=np.dtype(np.int32), shape=hot_shape, dimension=2)
+    start = P.broadcast_in_dim_p.bind(start_b, shape=hot_shape, broadcast_dimensions=(0,))
+    hot = P.eq_p.bind(j, P.add_p.bind(start, i)) if cut else P.eq_p.bind(i, P.add_p.bind(start, j))
+    y = moveaxis(y, real_axis, 1)
+    big = hot_shape + get_aval(y).shape[2:]
+    y_big = P.broadcast_in_dim_p.bind(y, shape=big,
+                                      broadcast_dimensions=(0, 2) + tuple(range(3, len(big))))
+    hot_big = P.broadcast_in_dim_p.bind(hot, shape=big, broadcast_dimensions=(0, 1, 2))
+    zeros = P.broadcast_in_dim_p.bind(TypedScalar(0, aval.dtype, False), shape=big,
+                                      broadcast_dimensions=())
+    picked = P.select_p.bind(hot_big, y_big, zeros)
+    reduce = P.reduce_or_p if aval.dtype == np.bool_ else P.reduce_sum_p
+    return moveaxis(reduce.bind(picked, axes=(2,)), 1, real_axis)
+
+
+def batched_start_update(axis, x, xd, update, ud, starts, sds):
+    """dynamic_update_slice with a start per example: each example's window is written by a
+    select against the update spread to the operand's shape (one-hot positions)."""
+    x = to_front(x, xd, axis.size)
+    update = to_front(update, ud, axis.size)
+    shape = get_aval(x).shape
+    ushape = get_aval(update).shape
+    starts_b = _clamped_starts(axis, starts, sds, shape[1:], ushape[1:])
+    spread = update
+    inside = None
+    for ax, (k, s_b) in enumerate(zip(ushape[1:], starts_b)):
+        n = shape[ax + 1]
+        if k != n:
+            spread = _move_window(axis, spread, ax + 1, s_b, n, cut=False)
+        # Positions of x inside the window along this axis.
+        pos = P.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=ax + 1)
+        start = P.broadcast_in_dim_p.bind(s_b, shape=shape, broadcast_dimensions=(0,))
+        off = P.sub_p.bind(pos, start)
+        ok = P.and_p.bind(P.ge_p.bind(off, TypedScalar(0, np.dtype(np.int32), False)),
+                          P.lt_p.bind(off, TypedScalar(k, np.dtype(np.int32), False)))
+        inside = ok if inside is None else P.and_p.bind(inside, ok)
+    if inside is None:
+        return [x], [0]
+    return [P.select_p.bind(inside, spread, x)], [0]
+
+
+batching_rules.update({
+    P.broadcast_in_dim_p: _broadcast_in_dim_rule,
+    P.reshape_p: _reshape_rule,
+    P.transpose_p: _transpose_rule,
+    P.rev_p: _rev_rule,
+    P.slice_p: _slice_rule,
+    P.pad_p: _pad_rule,
+    P.concatenate_p: _concatenate_rule,
+    P.dot_general_p: _dot_general_rule,
+    P.dynamic_slice_p: _dynamic_slice_rule,
+    P.dynamic_update_slice_p: _dynamic_update_slice_rule,
+})
+
+
+# -- collectives over a named axis -----------------------------------------------------------------
+
+class _AxisNames(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_axis_names = _AxisNames()
+
+
+@contextlib.contextmanager
+def named_axis(name: Optional[Hashable]):
+    """While tracing the function of a ``vmap`` with ``axis_name=name``: collectives may
+    name it."""
+    _axis_names.stack.append(name)
+    try:
+        yield
+    finally:
+        _axis_names.stack.pop()
+
+
+def check_axis_names(names: tuple, what: str) -> None:
+    for name in names:
+        if name is None or name not in _axis_names.stack:
+            bound = [n for n in _axis_names.stack if n is not None]
+            raise NameError(f"unbound axis name: {name!r} ({what} names an axis that no "
+                            f"enclosing vmap(..., axis_name=...) defines; bound here: "
+                            f"{bound or 'none'})")
+
+
+def _collective(name: str, reduce: Primitive, combine_unbatched: Callable) -> Primitive:
+    prim = Primitive(name)
+    abstract_eval_rules[prim] = lambda x, *, axis_name: x
+    named_axis_params[prim] = "axis_name"
+
+    def lowering(ctx, x, *, axis_name):
+        raise NameError(f"unbound axis name: {axis_name[0]!r} ({name} outside the vmap that "
+                        f"defines it)")
+
+    def rule(axis: BatchAxis, values, dims, *, axis_name):
+        (x,), (d,) = values, dims
+        if axis.name not in axis_name:  # another (outer) vmap's axis: elementwise here
+            return [prim.bind(x, axis_name=axis_name)], [d]
+        if d is None:
+            out = combine_unbatched(x, axis.size)
+        else:
+            out = reduce.bind(x, axes=(d,))
+        rest = tuple(n for n in axis_name if n != axis.name)
+        if rest:
+            out = prim.bind(out, axis_name=rest)
+        return [out], [None]
+
+    batching_rules[prim] = rule
+    lowering_rules[prim] = lowering
+    return prim
+
+
+def _times_size(x, size):
+    return P.mul_p.bind(x, TypedScalar(size, get_aval(x).dtype, False))
+
+
+psum_p = _collective("psum", P.reduce_sum_p, _times_size)
+pmax_p = _collective("pmax", P.reduce_max_p, lambda x, size: x)
+pmin_p = _collective("pmin", P.reduce_min_p, lambda x, size: x)
