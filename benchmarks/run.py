@@ -3,6 +3,7 @@
     python benchmarks/run.py            # all benchmarks (JAX is optional: pip install .[bench])
     python benchmarks/run.py --rounds 9
     python benchmarks/ad.py             # only the gradient benchmarks (MLP step, scan RNN)
+    python benchmarks/vmap.py           # only the vmap benchmarks (per-example grads, matvec)
 
 Each benchmark alternates the contestants over several rounds and reports the median round,
 so that a noisy machine hurts all of them alike. Times are per call, waiting for the result
@@ -213,6 +214,8 @@ def main() -> None:
     ]
     from ad import benchmarks as ad_benchmarks  # gradients: benchmarks/ad.py (imports this file)
     benchmarks += ad_benchmarks(args.rounds)
+    from vmap import benchmarks as vmap_benchmarks  # benchmarks/vmap.py
+    benchmarks += vmap_benchmarks(args.rounds)
     rows, results = [], {}
     for name, run, bar in benchmarks:
         times = run()

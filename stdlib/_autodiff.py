@@ -317,35 +317,38 @@ def grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = 
 
 # -- Jacobians ---------------------------------------------------------------------------------------
 
-def _basis(aval: ShapedArray) -> list:
-    """One-hot arrays of ``aval``'s shape, one per element (row-major order)."""
+def _basis(aval: ShapedArray) -> Any:
+    """The one-hot arrays of ``aval``'s shape, one per element (row-major), stacked: shape
+    ``(size,) + aval.shape``."""
     from pyree import lax
     import pyree.numpy as jnp
-    n = aval.size
-    eye = jnp.eye(n, dtype=aval.dtype)
-    return [lax.reshape(eye[i], aval.shape) for i in range(n)]
+    return lax.reshape(jnp.eye(aval.size, dtype=aval.dtype), (aval.size,) + aval.shape)
 
 
-def _stack_elements(parts: list, shape: tuple) -> Any:
-    """Stack per-element results (each of shape S) into an array of ``shape + S``."""
-    import pyree.numpy as jnp
+def _jacobian_block(stacked: Any, first: tuple, second: tuple, dtype: np.dtype,
+                    swap: bool) -> Any:
+    """Per-element results stacked along axis 0 (one per element of ``first``, each of shape
+    ``second``) as an array of shape ``first + second``, or ``second + first`` if ``swap``."""
     from pyree import lax
-    if not parts:
-        return None
-    stacked = jnp.stack(parts) if parts else None
-    inner = get_aval(parts[0]).shape
-    return lax.reshape(stacked, tuple(shape) + inner)
+    if stacked is None:  # no elements to stack
+        return _zeros_for(jnp_empty(second + first if swap else first + second, dtype))
+    block = lax.reshape(stacked, first + second)
+    if not swap:
+        return block
+    n1, n2 = len(first), len(second)
+    return lax.transpose(block, tuple(range(n1, n1 + n2)) + tuple(range(n1)))
 
 
 def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
-    """The Jacobian of ``fun`` by forward mode (one JVP per input element); output dimensions
-    first, then input dimensions.
+    """The Jacobian of ``fun`` by forward mode: the JVPs along every input direction, batched
+    by ``vmap`` into one program; output dimensions first, then input dimensions.
 
     Example::
 
         pyree.jacfwd(lambda x: x ** 2)(jnp.arange(3.0))   # diag(2 * x)
     """
+    from pyree._vmap import vmap
     nums, single = _argnums(argnums)
 
     def jac_fun(*args: Any, **kwargs: Any) -> Any:
@@ -357,34 +360,24 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
 
         closed, out_tree, aux = _trace(partial_fun, d_leaves, d_tree, has_aux)
         n_out = out_tree.num_leaves
-        aux_values = None
+        out_avals = closed.ir.out_avals[:n_out]
         per_input = []
         for k, leaf in enumerate(d_leaves):
             aval = get_aval(leaf)
-            columns = []
-            for e in _basis(aval):
+
+            def column(e: Any, k: int = k) -> list:
                 ts = [e if j == k else ad.Zero(get_aval(d)) for j, d in enumerate(d_leaves)]
-                outs, touts = ad.jvp_eval(closed, d_leaves, ts)
-                aux_values = outs[n_out:]
-                columns.append([ad.instantiate(t) for t in touts[:n_out]])
-            blocks = []
-            for o, out_leaf in enumerate(closed.ir.outs[:n_out]):
-                o_aval = out_leaf.aval
-                col = [c[o] for c in columns]  # per input element: d out / d x_e
-                stacked = _stack_elements(col, aval.shape)  # in_shape + out_shape
-                from pyree import lax
-                nin, nout = aval.ndim, o_aval.ndim
-                perm = tuple(range(nin, nin + nout)) + tuple(range(nin))
-                blocks.append(lax.transpose(stacked, perm) if stacked is not None else
-                              _zeros_for(jnp_empty(o_aval.shape + aval.shape, o_aval.dtype)))
-            per_input.append(blocks)
+                _, touts = ad.jvp_eval(closed, d_leaves, ts)
+                return [ad.instantiate(t) for t in touts[:n_out]]
+
+            columns = vmap(column)(_basis(aval)) if aval.size else [None] * n_out
+            per_input.append([_jacobian_block(c, aval.shape, o.shape, o.dtype, swap=True)
+                              for c, o in zip(columns, out_avals)])
         jac = _assemble(per_input, out_tree, d_tree, single)
         if not has_aux:
             return jac
-        if aux_values is None:  # no input elements: evaluate the function once for its aux
-            outs, _ = ad.jvp_eval(closed, d_leaves, [ad.Zero(get_aval(d)) for d in d_leaves])
-            aux_values = outs[n_out:]
-        return jac, aux.rebuild(aux_values)
+        outs, _ = ad.jvp_eval(closed, d_leaves, [ad.Zero(get_aval(d)) for d in d_leaves])
+        return jac, aux.rebuild(outs[n_out:])
 
     return jac_fun
 
@@ -407,12 +400,14 @@ def _assemble(per_input: list, out_tree, in_tree, single: bool) -> Any:
 
 def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False) -> Callable:
-    """The Jacobian of ``fun`` by reverse mode (one VJP per output element).
+    """The Jacobian of ``fun`` by reverse mode: the VJPs of every output direction, batched by
+    ``vmap`` into one program.
 
     Example::
 
         pyree.jacrev(lambda x: jnp.sin(x))(jnp.arange(3.0))   # diag(cos(x))
     """
+    from pyree._vmap import vmap
     nums, single = _argnums(argnums)
 
     def jac_fun(*args: Any, **kwargs: Any) -> Any:
@@ -428,16 +423,18 @@ def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
             ans, f_vjp = vjp(partial_fun, *diff)
         out_leaves, out_tree = tree_util.tree_flatten(ans)
         per_input: list = [[None] * len(out_leaves) for _ in d_leaves]
-        from pyree import lax
         for o, out in enumerate(out_leaves):
             o_aval = get_aval(out)
-            rows = []
-            for e in _basis(o_aval):
+
+            def row(e: Any, o: int = o) -> list:
                 cts = [e if j == o else _zeros_for(x) for j, x in enumerate(out_leaves)]
-                grads = f_vjp(tree_util.tree_unflatten(out_tree, cts))
-                rows.append(tree_util.tree_leaves(grads))
+                return tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
+
+            rows = vmap(row)(_basis(o_aval)) if o_aval.size else [None] * len(d_leaves)
             for k, leaf in enumerate(d_leaves):
-                per_input[k][o] = _stack_elements([r[k] for r in rows], o_aval.shape)
+                aval = get_aval(leaf)
+                per_input[k][o] = _jacobian_block(rows[k], o_aval.shape, aval.shape,
+                                                  aval.dtype, swap=False)
         jac = _assemble(per_input, out_tree, d_tree, single)
         return (jac, aux) if has_aux else jac
 

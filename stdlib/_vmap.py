@@ -13,6 +13,7 @@ import inspect
 from typing import Any, Callable, Hashable, Optional, Sequence
 
 from pyree import tree_util
+from pyree.runtime.array import Array
 from pyree.transpiler import batching, control_flow_batching  # noqa: F401 (registers rules)
 from pyree.transpiler.source import where
 from pyree.transpiler.trace import get_aval
@@ -150,6 +151,9 @@ def _batched_call(fun: Callable, in_tree: Any, dims: list, size: int,
             raise ValueError(f"vmap out_axes {want} is out of range for an output of rank "
                              f"{ndim}{where(None)}")
         results.append(batching.move_to(o, d, want % ndim, size))
+    if not _tracing():  # an argument passed straight through is still the caller's value
+        import pyree.numpy as jnp
+        results = [r if isinstance(r, Array) else jnp.asarray(r) for r in results]
     return tree_util.tree_unflatten(out_tree, results)
 
 

@@ -318,6 +318,53 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     return broadcast_in_dim(value, shape, ())
 
 
+# -- collectives over a vmap's named axis ----------------------------------------------------------
+
+def _collective(prim, x: Any, axis_name: Any) -> Any:
+    from pyree import tree_util
+    from pyree.transpiler import batching
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    batching.check_axis_names(names, f"lax.{prim.name}")
+    return tree_util.tree_map(lambda leaf: prim.bind(leaf, axis_name=names), x)
+
+
+def psum(x: Any, axis_name: Any) -> Any:
+    """The sum of ``x`` over the examples of the ``vmap`` whose ``axis_name`` is given (a name
+    or a tuple of names); every example gets the total. ``x`` may be a pytree.
+
+    Example::
+
+        pyree.vmap(lambda v: v / lax.psum(v, "i"), axis_name="i")(jnp.arange(4.0))
+    """
+    from pyree.transpiler import batching
+    return _collective(batching.psum_p, x, axis_name)
+
+
+def pmax(x: Any, axis_name: Any) -> Any:
+    """The maximum of ``x`` over a named ``vmap`` axis. Example: ``lax.pmax(v, "i")``."""
+    from pyree.transpiler import batching
+    return _collective(batching.pmax_p, x, axis_name)
+
+
+def pmin(x: Any, axis_name: Any) -> Any:
+    """The minimum of ``x`` over a named ``vmap`` axis. Example: ``lax.pmin(v, "i")``."""
+    from pyree.transpiler import batching
+    return _collective(batching.pmin_p, x, axis_name)
+
+
+def pmean(x: Any, axis_name: Any) -> Any:
+    """The mean of ``x`` over a named ``vmap`` axis. Example: ``lax.pmean(v, "i")``."""
+    from pyree import tree_util
+    from pyree.transpiler import batching
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    batching.check_axis_names(names, "lax.pmean")
+    count = batching.psum_p.bind(1.0, axis_name=names)  # the axes' total size
+    return tree_util.tree_map(
+        lambda leaf: div(leaf, convert_element_type(count, get_aval(leaf).dtype,
+                                                     get_aval(leaf).weak_type)),
+        psum(x, axis_name))
+
+
 from ._lax_control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402
 from ._custom_derivatives import stop_gradient  # noqa: E402
 

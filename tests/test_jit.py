@@ -379,3 +379,14 @@ def test_more_buffers_than_iree_binds_is_a_clear_error():
     # A function over fewer arrays is unaffected.
     out = f(xs[:8])
     np.testing.assert_allclose(np.asarray(out[3]), 3 + sum(i * (i + 1) for i in range(8)))
+
+
+def test_matrix_vector_product_with_fused_producer_compiles():
+    # IREE 3.13 fails to compile tanh(a) @ w (an elementwise producer fused into a matvec) for
+    # a of 1000 x 32 and more; the lowering keeps them apart.
+    rng = np.random.RandomState(0)
+    a = rng.randn(1000, 32).astype(np.float32)
+    w = rng.randn(32).astype(np.float32)
+    got = pyree.jit(lambda a, w: (jnp.tanh(a) @ w, w @ jnp.tanh(a).T))(a, w)
+    np.testing.assert_allclose(np.asarray(got[0]), np.tanh(a) @ w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(got[1]), w @ np.tanh(a).T, rtol=1e-5, atol=1e-5)

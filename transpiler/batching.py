@@ -137,8 +137,19 @@ named_axis_params: dict[Primitive, str] = {}
 
 
 def _names_axis(prim: Primitive, params: dict, axis: BatchAxis) -> bool:
+    """Whether an equation, or one inside its regions, is a collective over ``axis``."""
+    if axis.name is None:
+        return False
     key = named_axis_params.get(prim)
-    return key is not None and axis.name is not None and axis.name in params[key]
+    if key is not None and axis.name in params[key]:
+        return True
+    for value in params.values():
+        for region in value if isinstance(value, tuple) else (value,):
+            inner = region.ir if isinstance(region, ClosedIR) else region
+            if isinstance(inner, IR) and any(_names_axis(e.primitive, e.params, axis)
+                                             for e in inner.eqns):
+                return True
+    return False
 
 
 def batch_region(region: IR, in_dims: Sequence[Dim], axis: BatchAxis,
@@ -274,6 +285,7 @@ def _pad_rule(axis, values, dims, *, padding_config):
                         padding_config=config)
     fill = P.broadcast_in_dim_p.bind(moveaxis(pad_value, pd, 0), shape=get_aval(padded).shape,
                                      broadcast_dimensions=(0,))
+    fill = _with_weak_type(fill, get_aval(x).weak_type)  # pad's result: the operand's weak type
     return [P.select_p.bind(mask, padded, fill)], [0]
 
 
@@ -304,19 +316,57 @@ def _dot_general_rule(axis, values, dims, *, dimension_numbers, **params):
         lc, lb = example_axes(lc, ld), example_axes(lb, ld)
         rc, rb = example_axes(rc, rd), example_axes(rb, rd)
         dn = ((lc, rc), ((ld,) + lb, (rd,) + rb))
-        return [P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params)], [0]
+        return [_dot(lhs, rhs, dn, **params)], [0]
     if ld is not None:
         # Batched lhs: its batch axis is a free dimension; the output's free lhs dims follow
         # the batch dims in lhs order.
         lc2, lb2 = example_axes(lc, ld), example_axes(lb, ld)
         free_before = sum(1 for a in range(ld) if a not in lc2 and a not in lb2)
-        out = P.dot_general_p.bind(lhs, rhs, dimension_numbers=((lc2, rc), (lb2, rb)), **params)
+        out = _dot(lhs, rhs, ((lc2, rc), (lb2, rb)), **params)
         return [out], [len(lb) + free_before]
     rc2, rb2 = example_axes(rc, rd), example_axes(rb, rd)
     free_before = sum(1 for a in range(rd) if a not in rc2 and a not in rb2)
     lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
-    out = P.dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc2), (lb, rb2)), **params)
+    out = _dot(lhs, rhs, ((lc, rc2), (lb, rb2)), **params)
     return [out], [len(lb) + lhs_free + free_before]
+
+
+def _dot(lhs, rhs, dimension_numbers, **params):
+    (lc, _), _ = dimension_numbers
+    if all(get_aval(lhs).shape[a] == 1 for a in lc):
+        return _outer_product(lhs, rhs, dimension_numbers, **params)
+    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers, **params)
+
+
+def _outer_product(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """A dot_general whose contracting dimensions all have size 1 (per-example outer
+    products, as the gradient of a matrix-vector product has) as a broadcast product: IREE
+    3.13 fails to compile such batched matmuls with K = 1 ("large vector sizes"), and the
+    product is elementwise work anyway."""
+    (lc, rc), (lb, rb) = dimension_numbers
+
+    def batch_free(x, contract, batch):
+        aval = get_aval(x)
+        free = [a for a in range(aval.ndim) if a not in contract and a not in batch]
+        x = P.transpose_p.bind(x, permutation=tuple(batch) + tuple(free) + tuple(contract))
+        shape = tuple(aval.shape[a] for a in tuple(batch) + tuple(free))
+        x = P.reshape_p.bind(x, new_sizes=shape)
+        if preferred_element_type is not None and aval.dtype != preferred_element_type:
+            x = P.convert_element_type_p.bind(x, new_dtype=np.dtype(preferred_element_type),
+                                              weak_type=False)
+        return x, len(free)
+
+    left, n_left = batch_free(lhs, lc, lb)
+    right, n_right = batch_free(rhs, rc, rb)
+    nb = len(lb)
+    shape = get_aval(left).shape + get_aval(right).shape[nb:]
+    left = P.broadcast_in_dim_p.bind(left, shape=shape,
+                                     broadcast_dimensions=tuple(range(nb + n_left)))
+    right = P.broadcast_in_dim_p.bind(
+        right, shape=shape,
+        broadcast_dimensions=tuple(range(nb)) + tuple(range(nb + n_left, len(shape))))
+    product = P.and_p if get_aval(left).dtype == np.bool_ else P.mul_p
+    return product.bind(left, right)
 
 
 def _dynamic_slice_rule(axis, values, dims, *, slice_sizes):
@@ -388,8 +438,8 @@ def _move_window(axis, y, real_axis: int, start_b, out_size: int, cut: bool):
     y_big = P.broadcast_in_dim_p.bind(y, shape=big,
                                       broadcast_dimensions=(0, 2) + tuple(range(3, len(big))))
     hot_big = P.broadcast_in_dim_p.bind(hot, shape=big, broadcast_dimensions=(0, 1, 2))
-    zeros = P.broadcast_in_dim_p.bind(TypedScalar(0, aval.dtype, False), shape=big,
-                                      broadcast_dimensions=())
+    zeros = P.broadcast_in_dim_p.bind(TypedScalar(0, aval.dtype, aval.weak_type), shape=big,
+                                      broadcast_dimensions=())  # (keeps y's weak type)
     picked = P.select_p.bind(hot_big, y_big, zeros)
     reduce = P.reduce_or_p if aval.dtype == np.bool_ else P.reduce_sum_p
     return moveaxis(reduce.bind(picked, axes=(2,)), 1, real_axis)
@@ -418,7 +468,17 @@ def batched_start_update(axis, x, xd, update, ud, starts, sds):
         inside = ok if inside is None else P.and_p.bind(inside, ok)
     if inside is None:
         return [x], [0]
+    # The result has the operand's weak type, as dynamic_update_slice's has.
+    spread = _with_weak_type(spread, get_aval(x).weak_type)
     return [P.select_p.bind(inside, spread, x)], [0]
+
+
+def _with_weak_type(x: Any, weak: bool) -> Any:
+    """``x`` weakly typed if ``weak`` (a select of it and a weak value is then weak)."""
+    aval = get_aval(x)
+    if not weak or aval.weak_type:
+        return x
+    return P.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=True)
 
 
 batching_rules.update({
@@ -493,7 +553,8 @@ def _collective(name: str, reduce: Primitive, combine_unbatched: Callable) -> Pr
 
 
 def _times_size(x, size):
-    return P.mul_p.bind(x, TypedScalar(size, get_aval(x).dtype, False))
+    aval = get_aval(x)
+    return P.mul_p.bind(x, TypedScalar(size, aval.dtype, aval.weak_type))
 
 
 psum_p = _collective("psum", P.reduce_sum_p, _times_size)

@@ -11,6 +11,7 @@ named in ``ctx.dyn`` arrive as i64 function arguments instead of constants.
 """
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Callable, Optional, Sequence
 
@@ -1391,8 +1392,21 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
         if dims:
             fields.append(f"{name} = [{', '.join(str(int(d)) for d in dims)}]")
     attr = mlir().Attribute.parse(f"#stablehlo.dot<{', '.join(fields)}>")
+    lhs_aval, rhs_aval = ctx.avals_in
+    if (_free_size(lhs_aval, lc, lb) == 1 or _free_size(rhs_aval, rc, rb) == 1) and \
+            lhs_aval.size * rhs_aval.size > 1 and not ctx.dynamic:
+        # A matrix-vector product: IREE 3.13 fails to compile one that has an elementwise
+        # producer fused into it ("large vector sizes", "exceeded stack allocation" for
+        # tanh(a) @ w with a of 1000 x 32 and more); a barrier keeps the producer apart.
+        # (Eager kernels, of dynamic shapes, have no producer, and there IREE rejects it.)
+        lhs, rhs = op("stablehlo.optimization_barrier", [lhs.type, rhs.type],
+                      [lhs, rhs]).results
     return op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs],
               {"dot_dimension_numbers": attr}).result
+
+
+def _free_size(aval: ShapedArray, contracting: Sequence[int], batch: Sequence[int]) -> int:
+    return math.prod(d for i, d in enumerate(aval.shape) if i not in contracting and i not in batch)
 
 
 lowering_rules[P.dot_general_p] = _dot_general_rule
