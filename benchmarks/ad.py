@@ -15,14 +15,13 @@ times are per call, waiting for the result. Both contestants get the same NumPy 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import compare, fmt, jax  # noqa: E402  (jax is None when it is not installed)
+from run import compare, jax, run_alone  # noqa: E402  (jax is None when it is not installed)
 
 import pyree  # noqa: E402
 
@@ -146,23 +145,5 @@ def benchmarks(rounds: int) -> list:
     ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="rounds per benchmark (median)")
-    parser.add_argument("--only", help="run the benchmarks whose name contains this")
-    args = parser.parse_args()
-    print(f"pyree {pyree.__version__}; JAX {jax.__version__ if jax else 'not installed'}; "
-          f"{os.cpu_count()} CPUs")
-    print(f"{'benchmark':42s} {'pyree':>12s} {'JAX':>12s} {'pyree/JAX':>10s} {'bar':>5s}")
-    for name, run, bar in benchmarks(args.rounds):
-        if args.only and args.only not in name:
-            continue
-        times = run()
-        ratio = f"{times['pyree'] / times['jax']:10.2f}" if "jax" in times else f"{'-':>10s}"
-        jax_t = fmt(times["jax"]) if "jax" in times else "-"
-        print(f"{name:42s} {fmt(times['pyree']):>12s} {jax_t:>12s} {ratio} {bar:5.1f}",
-              flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    run_alone(benchmarks, __doc__.splitlines()[0])

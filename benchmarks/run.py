@@ -21,6 +21,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -195,6 +196,28 @@ def fmt(seconds: float) -> str:
     if seconds < 1e-3:
         return f"{seconds * 1e6:9.1f} us"
     return f"{seconds * 1e3:9.3f} ms"
+
+
+def run_alone(benchmarks: Callable[[int], list], description: str) -> None:
+    """The command line of a benchmark file run by itself (benchmarks/ad.py, vmap.py): its
+    rows, each printed as soon as it is measured."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=7, help="rounds per benchmark (median)")
+    parser.add_argument("--only", help="run the benchmarks whose name contains this")
+    args = parser.parse_args()
+    print(f"pyree {pyree.__version__}; JAX {jax.__version__ if jax else 'not installed'}; "
+          f"NumPy {np.__version__}; {os.cpu_count()} CPUs")
+    print(f"{'benchmark':44s} {'pyree':>12s} {'JAX':>12s} {'NumPy':>12s} {'pyree/JAX':>10s} "
+          f"{'bar':>5s}")
+    for name, run, bar in benchmarks(args.rounds):
+        if args.only and args.only not in name:
+            continue
+        times = run()
+        ratio = f"{times['pyree'] / times['jax']:10.2f}" if "jax" in times else f"{'-':>10s}"
+        jax_t = fmt(times["jax"]) if "jax" in times else "-"
+        np_t = fmt(times["numpy"]) if "numpy" in times else "-"
+        print(f"{name:44s} {fmt(times['pyree']):>12s} {jax_t:>12s} {np_t:>12s} {ratio} "
+              f"{bar:5.1f}", flush=True)
 
 
 def main() -> None:

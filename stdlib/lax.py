@@ -320,11 +320,17 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
 
 # -- collectives over a vmap's named axis ----------------------------------------------------------
 
-def _collective(prim, x: Any, axis_name: Any) -> Any:
-    from pyree import tree_util
+def _axis_names(axis_name: Any, what: str) -> tuple:
+    """``axis_name`` (a name or a tuple of names) as a tuple, each bound by an enclosing vmap."""
     from pyree.transpiler import batching
     names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
-    batching.check_axis_names(names, f"lax.{prim.name}")
+    batching.check_axis_names(names, what)
+    return names
+
+
+def _collective(prim, x: Any, axis_name: Any) -> Any:
+    from pyree import tree_util
+    names = _axis_names(axis_name, f"lax.{prim.name}")
     return tree_util.tree_map(lambda leaf: prim.bind(leaf, axis_name=names), x)
 
 
@@ -356,8 +362,7 @@ def pmean(x: Any, axis_name: Any) -> Any:
     """The mean of ``x`` over a named ``vmap`` axis. Example: ``lax.pmean(v, "i")``."""
     from pyree import tree_util
     from pyree.transpiler import batching
-    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
-    batching.check_axis_names(names, "lax.pmean")
+    names = _axis_names(axis_name, "lax.pmean")
     count = batching.psum_p.bind(1.0, axis_name=names)  # the axes' total size
     return tree_util.tree_map(
         lambda leaf: div(leaf, convert_element_type(count, get_aval(leaf).dtype,

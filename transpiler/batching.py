@@ -333,44 +333,11 @@ def _dot_general_rule(axis, values, dims, *, dimension_numbers, **params):
 
 def _dot(lhs, rhs, dimension_numbers, **params):
     (lc, rc), (lb, rb) = dimension_numbers
-    if all(get_aval(lhs).shape[a] == 1 for a in lc):
-        return _outer_product(lhs, rhs, dimension_numbers, **params)
     if get_aval(rhs).ndim == len(rc) + len(rb):
         # A batched matrix-vector product: as vector-matrix (same output layout, since the
         # vector has no free dimensions), which IREE 3.13 runs ~20% faster.
         return P.dot_general_p.bind(rhs, lhs, dimension_numbers=((rc, lc), (rb, lb)), **params)
     return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers, **params)
-
-
-def _outer_product(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
-    """A dot_general whose contracting dimensions all have size 1 (per-example outer
-    products, as the gradient of a matrix-vector product has) as a broadcast product: IREE
-    3.13 fails to compile such batched matmuls with K = 1 ("large vector sizes"), and the
-    product is elementwise work anyway."""
-    (lc, rc), (lb, rb) = dimension_numbers
-
-    def batch_free(x, contract, batch):
-        aval = get_aval(x)
-        free = [a for a in range(aval.ndim) if a not in contract and a not in batch]
-        x = P.transpose_p.bind(x, permutation=tuple(batch) + tuple(free) + tuple(contract))
-        shape = tuple(aval.shape[a] for a in tuple(batch) + tuple(free))
-        x = P.reshape_p.bind(x, new_sizes=shape)
-        if preferred_element_type is not None and aval.dtype != preferred_element_type:
-            x = P.convert_element_type_p.bind(x, new_dtype=np.dtype(preferred_element_type),
-                                              weak_type=False)
-        return x, len(free)
-
-    left, n_left = batch_free(lhs, lc, lb)
-    right, n_right = batch_free(rhs, rc, rb)
-    nb = len(lb)
-    shape = get_aval(left).shape + get_aval(right).shape[nb:]
-    left = P.broadcast_in_dim_p.bind(left, shape=shape,
-                                     broadcast_dimensions=tuple(range(nb + n_left)))
-    right = P.broadcast_in_dim_p.bind(
-        right, shape=shape,
-        broadcast_dimensions=tuple(range(nb)) + tuple(range(nb + n_left, len(shape))))
-    product = P.and_p if get_aval(left).dtype == np.bool_ else P.mul_p
-    return product.bind(left, right)
 
 
 def _dynamic_slice_rule(axis, values, dims, *, slice_sizes):

@@ -19,6 +19,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from pyree import tree_util
+
 from . import primitives as P
 from .batching import (BatchAxis, batch_eval, batch_region, batched_aval, batching_rules,
                        move_to, moveaxis, region_out_batched, to_front)
@@ -65,6 +67,13 @@ def _batched_carries(body: IR, before: Sequence[bool], carry: Sequence[bool],
         if new == carry:
             return carry, out
         carry = new
+
+
+def _batched_at_front(values: Sequence, dims: Sequence, batched: Sequence[bool],
+                      size: int) -> list:
+    """``values`` with the ``batched`` ones batched at the front (moved there, or broadcast)
+    and the others as they are (unbatched)."""
+    return [move_to(x, d, 0, size) if b else x for x, d, b in zip(values, dims, batched)]
 
 
 def _eval_batched(region: IR, values: Sequence, dims: Sequence, axis: BatchAxis) -> list:
@@ -160,7 +169,7 @@ def _batch_while(axis, values, dims, cond_ir, body_ir, cn, bn, counted):
                                   body_ir, counted)
     # The same trip count for every example: the loop of the batched regions.
     carry_dims = _front_dims(carry_b)
-    init = [move_to(x, d, 0, axis.size) if b else x for x, d, b in zip(init, idims, carry_b)]
+    init = _batched_at_front(init, idims, carry_b, axis.size)
     cond_b, _ = batch_region(cond_ir, cdims + carry_dims, axis, [None])
     body_b, _ = batch_region(body_ir, bdims + carry_dims, axis, carry_dims)
     prim = while_count_p if counted else while_p
@@ -224,7 +233,7 @@ def _counted_loop_rule(axis, values, dims, *, body, num_consts, reverse):
         carry_b, _ = _batched_carries(body, [False] + _is_batched(cdims), _is_batched(idims),
                                       [], axis)
         carry_dims = _front_dims(carry_b)
-        init = [move_to(x, d, 0, axis.size) if b else x for x, d, b in zip(init, idims, carry_b)]
+        init = _batched_at_front(init, idims, carry_b, axis.size)
         body_b, _ = batch_region(body, [None] + cdims + carry_dims, axis, carry_dims)
         outs = counted_loop_p.bind(lo, hi, *consts, *init, body=body_b, num_consts=num_consts,
                                    reverse=reverse)
@@ -285,7 +294,7 @@ def _scan_rule(axis, values, dims, *, body, length, reverse, num_consts, num_car
                                       _is_batched(slice_dims), axis)
     carry_dims = _front_dims(carry_b)
     y_dims = _front_dims(out_b[ncar:])
-    init = [move_to(x, d, 0, axis.size) if b else x for x, d, b in zip(init, idims, carry_b)]
+    init = _batched_at_front(init, idims, carry_b, axis.size)
     body_b, _ = batch_region(body, cdims + carry_dims + slice_dims, axis, carry_dims + y_dims)
     outs = scan_p.bind(*consts, *init, *xs, body=body_b, length=length, reverse=reverse,
                        num_consts=nc, num_carry=ncar)
@@ -309,7 +318,7 @@ def _custom_jvp_rule(axis, values, dims, *, fun, info):
     nc = info.num_consts
     out_dims = [0] * len(fun.outs)
     fun_b, _ = batch_region(fun, dims, axis, out_dims)
-    arg_axes = tuple(_unflatten(info.in_tree, dims[nc:]))
+    arg_axes = tuple(tree_util.tree_unflatten(info.in_tree, list(dims[nc:])))
     nondiff = [v for _, v in info.nondiff]
 
     def batched_jvp(primals, tangents):
@@ -318,11 +327,6 @@ def _custom_jvp_rule(axis, values, dims, *, fun, info):
 
     info_b = CallInfo(batched_jvp, info.in_tree, info.out_tree, nc, ())
     return custom_jvp_call_p.bind(*values, fun=fun_b, info=info_b), out_dims
-
-
-def _unflatten(treedef: Any, leaves: Sequence) -> Any:
-    from pyree import tree_util
-    return tree_util.tree_unflatten(treedef, list(leaves))
 
 
 def _custom_vjp_rule(axis, values, dims, *, fun, info):
