@@ -36,3 +36,12 @@ class TracerArrayConversionError(PyreeTypeError):
 class UnexpectedTracerError(Exception):
     """A traced value escaped the function being traced (stored in a global, say) and was used
     after tracing finished."""
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask used as an index inside ``jit``: the result's shape would depend on the
+    mask's values. Use the three-argument ``jnp.where(mask, x, other)`` instead, or index
+    outside ``jit``.
+
+    Example: ``x[x > 0]`` inside ``@jit`` raises it; ``jnp.where(x > 0, x, 0)`` works.
+    """

@@ -129,7 +129,7 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     avals_in = [a.aval for a in arrays]
     avals_out = abstract_eval(primitive, avals_in, params, user_loc(3))
 
-    if primitive.name in _STATIC_ONLY:
+    if primitive.name in STATIC_SHAPE_PRIMITIVES:
         return _apply_static(primitive, arrays, avals_out, params)
     if primitive.name == "stop_gradient":
         return [arrays[0]]
@@ -159,10 +159,13 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     return kernel(arrays, ints, work=work, out_avals=avals_out)
 
 
-# Primitives with regions run eagerly as a one-equation program of static shapes (their bodies
-# are arbitrary programs: no shape-polymorphic kernel can be prepared for them).
-_STATIC_ONLY = frozenset({"cond", "while", "scan", "custom_jvp_call", "custom_vjp_call",
-                          "custom_lin", "while_count", "counted_loop"})
+# Primitives run eagerly as a one-equation program of static shapes (compiled per shape):
+# those with regions (their bodies are arbitrary programs: no shape-polymorphic kernel can be
+# prepared for them), and others whose lowering needs static shapes. Modules defining such
+# primitives add their names here.
+STATIC_SHAPE_PRIMITIVES: set[str] = {"cond", "while", "scan", "custom_jvp_call",
+                                     "custom_vjp_call", "custom_lin", "while_count",
+                                     "counted_loop"}
 _static_programs: dict[str, Executable] = {}
 
 

@@ -17,22 +17,17 @@ from pyree.runtime.array import Array as _Array
 from pyree.transpiler.trace import Tracer as _Tracer
 
 from . import _array_methods
-from ._creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,
-                        identity, linspace, ones, ones_like, zeros, zeros_like)
+# Each module lists its public functions in __all__.
+from ._creation import *  # noqa: F401,F403
 from ._indexing import getitem as _getitem
-from ._linalg import dot, inner, matmul, outer, vdot
-from ._reductions import (all, amax, amin, any, argmax, argmin, max, mean, min, prod, std,
-                          sum, var)
-from ._shape import (broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape,
-                     squeeze, stack, swapaxes, transpose)
-from ._ufuncs import (abs, absolute, add, arctan2, around, bitwise_and, bitwise_not,
-                      bitwise_or, bitwise_xor, cbrt, ceil, clip, cos, divide, equal, erf, exp,
-                      expm1, floor, floor_divide, fmod, greater, greater_equal, invert, isfinite,
-                      isinf, isnan, left_shift, less, less_equal, log, log1p, logical_and,
-                      logical_not, logical_or, logical_xor, logistic, maximum, minimum, mod,
-                      multiply, negative, not_equal, positive, power, reciprocal, remainder,
-                      right_shift, rint, round, rsqrt, sign, sin, sqrt, square, subtract, tan,
-                      tanh, true_divide, trunc, where)
+from ._linalg import *  # noqa: F401,F403
+from ._reductions import *  # noqa: F401,F403
+from ._shape import *  # noqa: F401,F403
+from ._ufuncs import *  # noqa: F401,F403
+from ._sorting import *  # noqa: F401,F403
+from ._windows import *  # noqa: F401,F403
+from ._misc import *  # noqa: F401,F403
+from . import linalg
 from ._util import broadcast_shapes
 
 _array_methods.install()

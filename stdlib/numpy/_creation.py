@@ -1,6 +1,11 @@
 """Array creation: array, asarray, zeros, ones, full, empty, arange, linspace, eye, *_like."""
 from __future__ import annotations
 
+__all__ = [
+    "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like", "identity",
+    "linspace", "ones", "ones_like", "zeros", "zeros_like",
+]
+
 import math
 import operator
 from typing import Any, Optional, Sequence

@@ -1,6 +1,10 @@
 """Products: dot, matmul (the ``@`` operator), vdot, inner, outer."""
 from __future__ import annotations
 
+__all__ = [
+    "dot", "inner", "matmul", "outer", "vdot",
+]
+
 from typing import Any
 
 from pyree import lax

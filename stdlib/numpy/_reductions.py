@@ -1,6 +1,11 @@
 """Reductions of ``pyree.numpy``: sum, mean, var, std, max, min, prod, argmax, argmin, all, any."""
 from __future__ import annotations
 
+__all__ = [
+    "all", "amax", "amin", "any", "argmax", "argmin", "max", "mean", "min", "prod", "std", "sum",
+    "var",
+]
+
 import builtins
 import math
 from typing import Any, Optional

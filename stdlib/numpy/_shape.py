@@ -1,6 +1,11 @@
 """Shape manipulation: reshape, transpose, concatenate, stack, expand_dims, squeeze, ..."""
 from __future__ import annotations
 
+__all__ = [
+    "broadcast_to", "concatenate", "expand_dims", "moveaxis", "ravel", "reshape", "squeeze",
+    "stack", "swapaxes", "transpose",
+]
+
 import math
 import operator
 from typing import Any, Optional, Sequence

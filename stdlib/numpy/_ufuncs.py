@@ -1,6 +1,17 @@
 """Elementwise functions of ``pyree.numpy`` (NumPy names, JAX promotion)."""
 from __future__ import annotations
 
+__all__ = [
+    "abs", "absolute", "add", "arctan2", "around", "bitwise_and", "bitwise_not", "bitwise_or",
+    "bitwise_xor", "cbrt", "ceil", "clip", "cos", "divide", "equal", "erf", "exp", "expm1",
+    "floor", "floor_divide", "fmod", "greater", "greater_equal", "invert", "isfinite", "isinf",
+    "isnan", "left_shift", "less", "less_equal", "log", "log1p", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "logistic", "maximum", "minimum", "mod", "multiply", "negative",
+    "not_equal", "positive", "power", "reciprocal", "remainder", "right_shift", "rint", "round",
+    "rsqrt", "sign", "sin", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc",
+    "where",
+]
+
 from typing import Any, Callable
 
 import numpy as np

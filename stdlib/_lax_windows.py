@@ -1,0 +1,4 @@
+"""Part of ``pyree.lax``."""
+from __future__ import annotations
+
+__all__: list[str] = []
