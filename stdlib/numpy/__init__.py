@@ -19,6 +19,7 @@ from pyree.transpiler.trace import Tracer as _Tracer
 from . import _array_methods
 # Each module lists its public functions in __all__.
 from ._creation import *  # noqa: F401,F403
+from ._indexing import *  # noqa: F401,F403
 from ._indexing import getitem as _getitem
 from ._linalg import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403

@@ -7,6 +7,8 @@ a slice. Both reading and updating first cut out the *box* spanned by the progre
 """
 from __future__ import annotations
 
+__all__: list[str] = []  # take, take_along_axis... join here
+
 import operator
 from typing import Any, Callable, Optional
 
