@@ -390,3 +390,68 @@ def test_matrix_vector_product_with_fused_producer_compiles():
     got = pyree.jit(lambda a, w: (jnp.tanh(a) @ w, w @ jnp.tanh(a).T))(a, w)
     np.testing.assert_allclose(np.asarray(got[0]), np.tanh(a) @ w, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(got[1]), w @ np.tanh(a).T, rtol=1e-5, atol=1e-5)
+
+
+def test_boolean_operand_converted_into_a_matmul():
+    # IREE 3.13 turned a converted True into -1 when the conversion fused into a matmul
+    # (jnp.eye(3) @ x gave -x), or failed to compile it for a boolean argument.
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    mask = np.eye(3, dtype=bool)
+    got = pyree.jit(lambda m, x: (m.astype(jnp.float32) @ x,
+                                  (jnp.arange(3)[:, None] == jnp.arange(3)).astype(jnp.float32) @ x)
+                    )(mask, x)
+    np.testing.assert_array_equal(np.asarray(got[0]), x)
+    np.testing.assert_array_equal(np.asarray(got[1]), x)
+
+
+def _lu_in_place(a, n, return_permutation):
+    """LU with partial pivoting in a fori_loop that carries the row permutation and its
+    parity alongside the factors."""
+    from pyree import lax
+    idx = lax.iota(jnp.int32, n)
+    rows, cols = idx[:, None], idx[None, :]
+
+    def pick(mask, x, axis):
+        return jnp.sum(jnp.where(mask, x, 0), axis=axis)
+
+    def step(k, carry):
+        a, perm, sign = carry
+        col = pick(cols == k, a, 1)
+        p = jnp.argmax(jnp.where(idx >= k, jnp.abs(col), -1))
+        at_p, at_k = idx == p, idx == k
+        row_p, row_k = pick(at_p[:, None], a, 0), pick(rows == k, a, 0)
+        a = jnp.where(at_k[:, None], row_p[None, :], jnp.where(at_p[:, None], row_k[None, :], a))
+        perm_p = pick(at_p, perm, -1)[None]
+        perm_k = pick(at_k, perm, -1)[None]
+        perm = jnp.where(at_k, perm_p, jnp.where(at_p, perm_k, perm)).astype(jnp.int32)
+        sign = jnp.where(p != k, -sign, sign)
+        pivot = pick(at_k, row_p, -1)
+        col = jnp.where(at_k, pivot, jnp.where(at_p, pick(at_k, col, -1), col))
+        lower = jnp.where(idx > k, col / pivot, 0)
+        a = a - lower[:, None] * jnp.where(idx > k, row_p, 0)[None, :]
+        a = jnp.where((cols == k) & (rows > k), lower[:, None], a)
+        return a, perm, sign
+
+    a, perm, sign = lax.fori_loop(0, n, step, (a, idx, jnp.float32(1)))
+    return (a, perm) if return_permutation else a
+
+
+def test_loop_with_an_unused_carry():
+    # IREE 3.13 (async execution model) returned the input unchanged from this loop when the
+    # permutation it carries was unused; pyree now drops unused carries before lowering.
+    rng = np.random.RandomState(0)
+    a = rng.randn(8, 8).astype(np.float32) + 8 * np.eye(8, dtype=np.float32)
+    both = pyree.jit(lambda a: _lu_in_place(a, 8, True))(a)
+    alone = pyree.jit(lambda a: _lu_in_place(a, 8, False))(a)
+    lu, perm = np.asarray(both[0]), np.asarray(both[1])
+    lower, upper = np.tril(lu, -1) + np.eye(8), np.triu(lu)
+    np.testing.assert_allclose(lower @ upper, a[perm], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(alone), lu, rtol=1e-6)
+
+
+def test_pruning_drops_unused_loop_carries():
+    from pyree.transpiler.prune import prune_ir
+    ir = pyree.make_ir(lambda a: _lu_in_place(a, 8, False))(np.eye(8, dtype=np.float32))
+    (loop,) = [e for e in prune_ir(ir.ir if hasattr(ir, "ir") else ir).eqns
+               if e.primitive.name == "scan"]
+    assert loop.params["num_carry"] == 2  # the counter and the factors, not the permutation or sign

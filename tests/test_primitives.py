@@ -1301,3 +1301,11 @@ def test_abstract_eval_errors(name, fn, exc, fragments):
         pyree.jit(fn)(*args)
     for fragment in fragments:
         assert fragment in str(info.value), (fragment, str(info.value))
+
+
+def test_rev_of_unsigned_eagerly():
+    # Eager kernels have unknown dimensions; IREE's reverse of those needed signless elements.
+    from pyree import lax
+    x = np.arange(6, dtype=np.uint8).reshape(2, 3)
+    np.testing.assert_array_equal(np.asarray(lax.rev(x, (1,))), x[:, ::-1])
+    np.testing.assert_array_equal(np.asarray(lax.rev(x.astype(np.uint32), (0, 1))), x[::-1, ::-1])

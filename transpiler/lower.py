@@ -242,7 +242,8 @@ def lower_closed_ir(closed: ClosedIR, function: str = "main") -> LoweredModule:
     ir_module = mlir()
     from iree.compiler.dialects import func
 
-    ir = closed.ir
+    from .prune import prune_ir
+    ir = prune_ir(closed.ir)
     with mlir_context(), ir_module.Location.unknown():
         module = ir_module.Module.create()
         arg_types = [tensor_type(v.aval) for v in list(ir.const_vars) + list(ir.in_vars)]
@@ -1023,6 +1024,11 @@ def _convert_rule(ctx: RuleContext, x, *, new_dtype, weak_type):
     if src.dtype.kind == "c" and new_dtype.kind != "c":
         x = hlo("real", tensor_type(src.update(dtype=np.float32 if src.dtype == np.complex64
                                                 else np.float64), ctx.dynamic), x)
+    if src.dtype == np.bool_:
+        # IREE 3.13's data tiling sign-extends a converted i1 feeding a matmul (true -> -1,
+        # e.g. jit(lambda x: jnp.eye(3) @ x)), or fails to compile it: select instead.
+        out = ctx.avals_out[0]
+        return hlo("select", ctx.out_type(), x, _splat(ctx, 1, out, x), _splat(ctx, 0, out, x))
     return hlo("convert", ctx.out_type(), x)
 
 
@@ -1055,6 +1061,10 @@ def _transpose_rule(ctx: RuleContext, x, *, permutation):
 def _rev_rule(ctx: RuleContext, x, *, dimensions):
     if not dimensions:  # IREE rejects a stablehlo.reverse of no dimensions
         return x
+    if ctx.dynamic:  # IREE's reverse of unknown size reads tensor.dim, which needs signless
+        y = signless(x)
+        return bitcast_to(hlo("reverse", y.type, y, dimensions=i64_array(dimensions)),
+                          ctx.out_type())
     return hlo("reverse", ctx.out_type(), x, dimensions=i64_array(dimensions))
 
 
