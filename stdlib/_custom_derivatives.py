@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional, Sequence
 
-import pyree.numpy  # noqa: F401 (installs the array operators traced functions use)
 from pyree import tree_util
 from pyree.transpiler.control_flow import trace_region
 from pyree.transpiler.custom_derivatives import CallInfo, custom_jvp_call_p, custom_vjp_call_p
@@ -165,3 +164,7 @@ def stop_gradient(x: Any) -> Any:
         return stop_gradient_p.bind(leaf)
 
     return tree_util.tree_map(stop, x)
+
+
+# Last (pyree.numpy.linalg uses custom_jvp): installs the array operators traced functions use.
+import pyree.numpy  # noqa: E402,F401

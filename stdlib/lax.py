@@ -370,12 +370,13 @@ def pmean(x: Any, axis_name: Any) -> Any:
         psum(x, axis_name))
 
 
+# Before anything that imports pyree.numpy, whose functions use these.
+from ._lax_special import *  # noqa: E402,F401,F403
 from ._lax_control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402
-from ._custom_derivatives import stop_gradient  # noqa: E402
 from ._lax_gather import *  # noqa: E402,F401,F403
 from ._lax_sort import *  # noqa: E402,F401,F403
 from ._lax_windows import *  # noqa: E402,F401,F403
-from ._lax_special import *  # noqa: E402,F401,F403
+from ._custom_derivatives import stop_gradient  # noqa: E402
 
 
 # Last, as pyree.numpy imports this module: it installs the array operators (x + 1 on a traced

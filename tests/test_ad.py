@@ -20,6 +20,8 @@ import subprocess
 import sys
 import textwrap
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -243,6 +245,16 @@ def _primitives_in(closed) -> set:
 _CREATED_BY_AD = {"while_count", "counted_loop", "custom_lin"}
 # Primitives that only exist inside vmap: their derivatives are tested in test_vmap_composition.
 _CREATED_BY_AD |= {"psum"}
+# Primitives whose derivatives are tested (check_grads) with the rest of their family.
+_TESTED_WITH_THEIR_FAMILY = {
+    "gather": "test_gather_scatter.py", "scatter": "test_gather_scatter.py",
+    "sort": "test_sorting.py", "conv_general_dilated": "test_conv.py",
+    "erf_inv": "test_numpy_math.py", "erfc": "test_numpy_math.py",
+    "lgamma": "test_numpy_math.py", "digamma": "test_numpy_math.py",
+    "bitcast_convert_type": "test_numpy_math.py", "population_count": "test_numpy_math.py",
+    "clz": "test_numpy_math.py", "real": "test_numpy_math.py", "imag": "test_numpy_math.py",
+    "conj": "test_numpy_math.py", "complex": "test_numpy_math.py",
+}
 
 
 def test_every_differentiable_primitive_is_exercised():
@@ -253,6 +265,10 @@ def test_every_differentiable_primitive_is_exercised():
     for fun, args in CONTROL_FLOW_PROGRAMS + [(f_custom_jvp, (x, x)), (f_custom_vjp, (x, x)),
                                               (f_stop_gradient, (x,)), (f_print_assert, (v,))]:
         seen |= _primitives_in(pyree.make_ir(fun)(*args))
+    here = pathlib.Path(__file__).parent
+    for name, file in _TESTED_WITH_THEIR_FAMILY.items():
+        assert "check_grads" in (here / file).read_text(), (name, file)
+    seen |= set(_TESTED_WITH_THEIR_FAMILY)
     with_rules = {p.name for p in ad.jvp_rules} - _CREATED_BY_AD
     assert with_rules - seen == set(), "primitives with JVP rules that no test exercises"
     with_transposes = {p.name for p in ad.transpose_rules} - _CREATED_BY_AD

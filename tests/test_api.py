@@ -71,3 +71,54 @@ def test_config_update_and_unknown_option():
     assert pyree.config.enable_x64 is False
     with pytest.raises(AttributeError, match="no option 'enable_x65'"):
         pyree.config.update("enable_x65", True)
+
+
+# The surface the stdlib issue names; each has value tests in its own file.
+NUMPY_NAMES = """
+array asarray zeros ones full empty zeros_like ones_like full_like empty_like arange linspace
+logspace eye identity tri tril triu diag diagonal meshgrid
+add subtract multiply divide floor_divide mod power reciprocal square cbrt exp2 log2 log10 sin cos
+tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh arctan2 hypot logaddexp deg2rad
+rad2deg sinc trunc rint copysign heaviside nan_to_num isnan isinf isfinite
+equal not_equal less less_equal greater greater_equal logical_and logical_or logical_not
+logical_xor bitwise_and bitwise_or bitwise_xor invert left_shift right_shift all any isclose
+allclose array_equal
+sum prod mean std var max min argmax argmin cumsum cumprod nansum nanmean nanmax nanmin median
+quantile percentile average ptp count_nonzero
+ravel swapaxes moveaxis hstack vstack column_stack split array_split tile repeat flip roll rot90
+pad atleast_1d atleast_2d atleast_3d take take_along_axis broadcast_arrays
+sort argsort searchsorted unique nonzero argwhere
+dot vdot inner outer matmul tensordot einsum kron trace cross
+convolve correlate diff interp polyval histogram
+bool_ int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64
+complex64 finfo iinfo result_type promote_types pi e inf nan newaxis
+""".split()
+LINALG_NAMES = "norm inv solve det slogdet cholesky".split()
+LAX_NAMES = """
+dot_general conv_general_dilated conv reduce_window gather scatter sort top_k cumsum cumprod
+cummax cummin clamp broadcasted_iota erf_inv lgamma digamma bitcast_convert_type
+population_count
+""".split()
+NN_NAMES = """
+relu relu6 gelu silu sigmoid softplus log_sigmoid elu selu leaky_relu softmax log_softmax
+logsumexp one_hot standardize
+""".split()
+
+
+def test_the_stdlib_surface_exists():
+    from pyree import lax, nn
+    missing = [f"jnp.{n}" for n in NUMPY_NAMES if not hasattr(jnp, n)]
+    missing += [f"jnp.linalg.{n}" for n in LINALG_NAMES if not hasattr(jnp.linalg, n)]
+    missing += [f"lax.{n}" for n in LAX_NAMES if not hasattr(lax, n)]
+    missing += [f"nn.{n}" for n in NN_NAMES if not hasattr(nn, n)]
+    assert not missing
+
+
+@pytest.mark.parametrize("module", ["pyree", "pyree.lax", "pyree.numpy", "pyree.numpy.linalg",
+                                    "pyree.nn", "pyree._custom_derivatives", "pyree.transpiler"])
+def test_each_module_can_be_imported_first(module):
+    import subprocess
+    import sys
+    code = f"import {module}; import pyree.numpy as jnp; print(float(jnp.exp2(3.0)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "8.0", out.stderr[-2000:]

@@ -264,8 +264,6 @@ def test_indexing_errors():
         x[..., ...]
     with pytest.raises(IndexError):
         x[1.0]     # JAX raises TypeError here
-    with pytest.raises(IndexError):
-        x[jnp.array([0, 1])]   # array indices: not supported yet
     with pytest.raises(ConcretizationTypeError):
         pyree.jit(lambda x, n: x[:n])(x, 2)
 

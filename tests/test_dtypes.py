@@ -320,3 +320,16 @@ def test_finfo_and_iinfo():
     assert dtypes.iinfo(np.int8).max == 127
     assert dtypes.iinfo(np.uint16).max == 65535
     assert dtypes.iinfo(np.int32).min == -2 ** 31
+
+
+def test_integers_become_float32_in_float_functions_unless_64_bit(x64):
+    # JAX 0.10's rule: integers and booleans of up to 32 bits compute in float32 even with x64
+    # on; 64-bit and Python integers in the default float type.
+    import pyree.numpy as jnp
+    wide = "float64" if x64 else "float32"
+    for name, want in [("bool", "float32"), ("int8", "float32"), ("int32", "float32"),
+                       ("uint32", "float32"), ("int64", wide), ("uint64", wide)]:
+        a = jnp.zeros(2, name)
+        got = [jnp.sin(a).dtype, (a / a).dtype, jnp.mean(a).dtype, jnp.var(a).dtype]
+        assert [str(d) for d in got] == [want] * 4, name
+    assert str(jnp.sin(3).dtype) == wide and str(jnp.mean(3).dtype) == wide

@@ -843,3 +843,11 @@ def test_error_in_axes_structure():
         pyree.vmap(lambda d: d["a"], in_axes=({"a": "x", "b": 0},))({"a": xs, "b": xs})
     with pytest.raises(ValueError, match="at least one non-None value in in_axes"):
         pyree.vmap(_add, in_axes=None)(xs, xs)
+
+
+def test_batch_size_0_updates():
+    def update(x, u, i):
+        return lax.dynamic_update_slice(x, u, (i, 0))
+    got = pyree.vmap(update, in_axes=(0, 0, 0))(np.zeros((0, 4, 3), F32), np.ones((0, 2, 3), F32),
+                                                 np.zeros(0, I32))
+    assert got.shape == (0, 4, 3)

@@ -376,72 +376,56 @@ def _clamped_starts(axis, starts, sds, dims_sizes, slice_sizes):
     return out
 
 
+def _start_vectors(axis, starts, sds, dims_sizes, slice_sizes):
+    """Per-example start vectors (B, rank), clamped so each window fits."""
+    columns = _clamped_starts(axis, starts, sds, dims_sizes, slice_sizes)
+    columns = [P.reshape_p.bind(c, new_sizes=(axis.size, 1)) for c in columns]
+    return columns[0] if len(columns) == 1 else P.concatenate_p.bind(*columns, dimension=1)
+
+
 def batched_start_slice(axis, x, xd, starts, sds, slice_sizes):
-    """dynamic_slice with a start per example. Each example's window is cut out by a one-hot
-    selection along every sliced axis: out[b, j] = sum_p [p == start_b + j] x[b, p], with a
-    select (not a product), so that values outside the window (inf, nan) cannot leak in."""
+    """dynamic_slice with a start per example: one gather of a window per example, the batch
+    axis a batching dimension of both operand and start vectors."""
+    from .gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
     x = to_front(x, xd, axis.size)
     shape = get_aval(x).shape
-    starts_b = _clamped_starts(axis, starts, sds, shape[1:], slice_sizes)
-    y = x
-    for ax, (k, s_b) in enumerate(zip(slice_sizes, starts_b)):
-        n = get_aval(y).shape[ax + 1]
-        if k != n:  # (a whole axis: the start is clamped to 0)
-            y = _move_window(axis, y, ax + 1, s_b, k, cut=True)
-    return [y], [0]
-
-
-def _move_window(axis, y, real_axis: int, start_b, out_size: int, cut: bool):
-    """Along ``real_axis`` of ``y`` (batch first), per example: ``cut``: the ``out_size``
-    positions from ``start_b`` (out[i] = y[start + i]); else ``y`` placed at ``start_b`` in an
-    axis of ``out_size`` (out[start + j] = y[j], other positions zero). A one-hot selection
-    summed over the input positions, with a select rather than a product so that values
-    elsewhere (inf, nan) cannot leak in."""
-    aval = get_aval(y)
-    in_size = aval.shape[real_axis]
-    hot_shape = (axis.size, out_size, in_size)
-    i = P.iota_p.bind(dtype=np.dtype(np.int32), shape=hot_shape, dimension=1)
-    j = P.iota_p.bind(dtype=np.dtype(np.int32), shape=hot_shape, dimension=2)
-    start = P.broadcast_in_dim_p.bind(start_b, shape=hot_shape, broadcast_dimensions=(0,))
-    hot = P.eq_p.bind(j, P.add_p.bind(start, i)) if cut else P.eq_p.bind(i, P.add_p.bind(start, j))
-    y = moveaxis(y, real_axis, 1)
-    big = hot_shape + get_aval(y).shape[2:]
-    y_big = P.broadcast_in_dim_p.bind(y, shape=big,
-                                      broadcast_dimensions=(0, 2) + tuple(range(3, len(big))))
-    hot_big = P.broadcast_in_dim_p.bind(hot, shape=big, broadcast_dimensions=(0, 1, 2))
-    zeros = P.broadcast_in_dim_p.bind(TypedScalar(0, aval.dtype, aval.weak_type), shape=big,
-                                      broadcast_dimensions=())  # (keeps y's weak type)
-    picked = P.select_p.bind(hot_big, y_big, zeros)
-    reduce = P.reduce_or_p if aval.dtype == np.bool_ else P.reduce_sum_p
-    return moveaxis(reduce.bind(picked, axes=(2,)), 1, real_axis)
+    rank = len(shape) - 1
+    if rank == 0:
+        return [x], [0]
+    if axis.size == 0:  # no example: any window of the empty batch (a gather needs one row)
+        return [P.slice_p.bind(x, start_indices=(0,) * (rank + 1),
+                               limit_indices=(0,) + tuple(slice_sizes),
+                               strides=(1,) * (rank + 1))], [0]
+    index = _start_vectors(axis, starts, sds, shape[1:], slice_sizes)
+    dims = tuple(range(1, rank + 1))
+    dn = GatherDimensionNumbers(offset_dims=dims, collapsed_slice_dims=(), start_index_map=dims,
+                                operand_batching_dims=(0,), start_indices_batching_dims=(0,))
+    out = gather(x, index, dn, (1,) + tuple(slice_sizes), GatherScatterMode.CLIP,
+                 indices_are_sorted=False, unique_indices=True)
+    return [out], [0]
 
 
 def batched_start_update(axis, x, xd, update, ud, starts, sds):
-    """dynamic_update_slice with a start per example: each example's window is written by a
-    select against the update spread to the operand's shape (one-hot positions)."""
+    """dynamic_update_slice with a start per example: one scatter of a window per example,
+    the batch axis a batching dimension of operand and start vectors."""
+    from .gather_scatter import GatherScatterMode, ScatterDimensionNumbers, scatter
     x = to_front(x, xd, axis.size)
     update = to_front(update, ud, axis.size)
     shape = get_aval(x).shape
     ushape = get_aval(update).shape
-    starts_b = _clamped_starts(axis, starts, sds, shape[1:], ushape[1:])
-    spread = update
-    inside = None
-    for ax, (k, s_b) in enumerate(zip(ushape[1:], starts_b)):
-        n = shape[ax + 1]
-        if k != n:
-            spread = _move_window(axis, spread, ax + 1, s_b, n, cut=False)
-        # Positions of x inside the window along this axis.
-        pos = P.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=ax + 1)
-        start = P.broadcast_in_dim_p.bind(s_b, shape=shape, broadcast_dimensions=(0,))
-        off = P.sub_p.bind(pos, start)
-        ok = P.and_p.bind(P.ge_p.bind(off, TypedScalar(0, np.dtype(np.int32), False)),
-                          P.lt_p.bind(off, TypedScalar(k, np.dtype(np.int32), False)))
-        inside = ok if inside is None else P.and_p.bind(inside, ok)
-    if inside is None:
+    rank = len(shape) - 1
+    if rank == 0:
+        return [_with_weak_type(update, get_aval(x).weak_type)], [0]
+    if axis.size == 0:  # no example, nothing to update
         return [x], [0]
-    # The result has the operand's weak type, as dynamic_update_slice's has.
-    spread = _with_weak_type(spread, get_aval(x).weak_type)
-    return [P.select_p.bind(inside, spread, x)], [0]
+    index = _start_vectors(axis, starts, sds, shape[1:], ushape[1:])
+    dims = tuple(range(1, rank + 1))
+    dn = ScatterDimensionNumbers(update_window_dims=dims, inserted_window_dims=(),
+                                 scatter_dims_to_operand_dims=dims, operand_batching_dims=(0,),
+                                 scatter_indices_batching_dims=(0,))
+    out = scatter(x, index, update, dn, "replace", GatherScatterMode.CLIP,
+                  indices_are_sorted=False, unique_indices=True)
+    return [out], [0]
 
 
 def _with_weak_type(x: Any, weak: bool) -> Any:

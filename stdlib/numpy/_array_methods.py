@@ -9,7 +9,8 @@ import numpy as np
 from pyree.runtime.array import Array
 from pyree.transpiler.trace import Tracer, get_aval
 
-from . import _creation, _indexing, _linalg, _reductions, _shape, _ufuncs
+from . import (_creation, _indexing, _linalg, _reductions, _shape, _sorting, _ufuncs,
+               _windows)
 from ._util import ARRAY_TYPES, PY_SCALARS, convert, requested_dtype
 
 
@@ -75,6 +76,11 @@ def _rdivmod(self: Any, other: Any) -> Any:
     return _ufuncs.floor_divide(other, self), _ufuncs.remainder(other, self)
 
 
+def _method_searchsorted(self: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    """``x.searchsorted(v)``: where ``v`` would go in the sorted ``x``."""
+    return _sorting.searchsorted(self, v, side=side, sorter=sorter)
+
+
 _METHODS: dict[str, Any] = {
     "__add__": _binary(_ufuncs.add), "__radd__": _binary(_ufuncs.add, True),
     "__sub__": _binary(_ufuncs.subtract), "__rsub__": _binary(_ufuncs.subtract, True),
@@ -110,6 +116,14 @@ _METHODS: dict[str, Any] = {
     "min": _reductions.min, "argmax": _reductions.argmax, "argmin": _reductions.argmin,
     "all": _reductions.all, "any": _reductions.any,
     "clip": _ufuncs.clip, "round": _ufuncs.round, "dot": _linalg.dot,
+    "take": _indexing.take,
+    "cumsum": _windows.cumsum, "cumprod": _windows.cumprod,
+    "sort": _sorting.sort, "argsort": _sorting.argsort, "searchsorted": _method_searchsorted,
+    "nonzero": _sorting.nonzero, "diagonal": _creation.diagonal, "trace": _linalg.trace,
+    "repeat": _shape.repeat, "ptp": _reductions.ptp,
+    "conj": _ufuncs.conj, "conjugate": _ufuncs.conjugate,
+    "real": property(_ufuncs.real, doc="The real part."),
+    "imag": property(_ufuncs.imag, doc="The imaginary part."),
 }
 
 

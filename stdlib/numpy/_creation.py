@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 __all__ = [
-    "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like", "identity",
-    "linspace", "ones", "ones_like", "zeros", "zeros_like",
+    "arange", "array", "asarray", "copy", "diag", "diagflat", "diagonal", "empty", "empty_like",
+    "eye", "fromfunction", "full", "full_like", "geomspace", "identity", "indices", "linspace",
+    "logspace", "meshgrid", "mgrid", "ogrid", "ones", "ones_like", "tri", "tril", "triu", "zeros",
+    "zeros_like",
 ]
 
 import math
@@ -68,6 +70,15 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Optional[str
         aval = get_aval(object)
         out = _scalar_array(object, want or aval.dtype, want is None and aval.weak_type)
     else:
+        if want is None and isinstance(object, (list, tuple)):
+            # NumPy values in a list keep their dtypes under JAX's promotion: [int8(1), 2] is
+            # int8, where NumPy would make int64.
+            leaves = _leaves(object)
+            if builtin_any(isinstance(v, (np.generic, np.ndarray)) for v in leaves):
+                try:
+                    want = dtypes.result_type(*leaves)
+                except TypeError:
+                    want = None
         try:
             host = np.asarray(object)
         except (ValueError, TypeError) as e:
@@ -86,6 +97,12 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Optional[str
 
 
 object_dtype = np.dtype(object)
+
+
+def _leaves(obj: Any) -> list:
+    if isinstance(obj, (list, tuple)):
+        return [leaf for o in obj for leaf in _leaves(o)]
+    return [obj]
 
 
 def _scalar_array(value: Any, dtype: np.dtype, weak: bool) -> Any:
@@ -326,3 +343,335 @@ def identity(n: int, dtype: Any = None) -> Any:
         jnp.identity(2)
     """
     return eye(n, dtype=dtype)
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
+             dtype: Any = None, axis: int = 0) -> Any:
+    """``base ** linspace(start, stop, num)``: values spaced evenly on a log scale.
+
+    Example::
+
+        jnp.logspace(0.0, 2.0, 3)   # [1., 10., 100.]
+    """
+    from ._ufuncs import power
+    exponents = linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    compute = get_aval(exponents).dtype
+    values = power(convert(base, compute), exponents)
+    want = requested_dtype(dtype)
+    return values if want is None else convert(values, want)
+
+
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None,
+              axis: int = 0) -> Any:
+    """``num`` values from ``start`` to ``stop`` spaced evenly on a log scale (a geometric
+    progression); both ends must be non-zero, of one sign.
+
+    Example::
+
+        jnp.geomspace(1.0, 1000.0, 4)   # [1., 10., 100., 1000.]
+    """
+    from ._ufuncs import absolute, exp, log, multiply, sign
+    from ._shape import concatenate, expand_dims, moveaxis
+    compute = default_float_dtype()
+    for value in (start, stop):
+        if not isinstance(value, (Array, Tracer)) and np.any(np.asarray(value) == 0):
+            raise ValueError("Geometric sequence cannot include zero")
+    start_a, stop_a = convert(start, compute), convert(stop, compute)
+    # NumPy's rule: a sequence of negative numbers is the mirror of a positive one.
+    direction = sign(start_a)
+    values = exp(linspace(log(absolute(start_a)), log(absolute(stop_a)), num,
+                          endpoint=endpoint))
+    bshape = get_aval(values).shape[1:]
+    values = multiply(values, expand_dims(direction, 0) if get_aval(direction).ndim else
+                      direction)
+    if num > 0:
+        # The ends are exactly start and stop, not exp(log(.)).
+        from ._indexing import getitem
+        from ._util import broadcast_to_shape
+        first = expand_dims(broadcast_to_shape(start_a, bshape), 0)
+        parts = [first]
+        if endpoint and num > 1:
+            parts += [getitem(values, slice(1, num - 1)),
+                      expand_dims(broadcast_to_shape(stop_a, bshape), 0)]
+        elif num > 1:
+            parts.append(getitem(values, slice(1, num)))
+        values = concatenate(parts, 0) if len(parts) > 1 else first
+    if bshape and axis != 0:
+        values = moveaxis(values, 0, axis)
+    want = requested_dtype(dtype)
+    return values if want is None else convert(values, want)
+
+
+def _diagonal_mask(rows: int, cols: int, k: int, upper: bool) -> Any:
+    """``col - row >= k`` (upper) or ``col - row <= k`` (lower) for an ``rows x cols`` grid."""
+    int_t = dtypes.canonicalize_dtype(int)
+    r = lax.broadcasted_iota(int_t, (rows, cols), 0)
+    c = lax.broadcasted_iota(int_t, (rows, cols), 1)
+    shifted = P.add_p.bind(r, typed_scalar(int(k), int_t))
+    return P.ge_p.bind(c, shifted) if upper else P.le_p.bind(c, shifted)
+
+
+def tri(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None) -> Any:
+    """An ``N x M`` array with ones at and below the ``k``-th diagonal (float32 by default).
+
+    Example::
+
+        jnp.tri(3, k=-1)   # ones strictly below the diagonal
+    """
+    N = operator.index(N)
+    M = N if M is None else operator.index(M)
+    want = requested_dtype(dtype) or default_float_dtype()
+    return convert(_diagonal_mask(N, M, operator.index(k), upper=False), want)
+
+
+def _triangle(name: str, m: Any, k: int, upper: bool) -> Any:
+    from ._util import check_arraylike
+    check_arraylike(name, m)
+    aval = get_aval(m)
+    if aval.ndim < 2:
+        raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D, got shape "
+                         f"{aval.shape}{_where(None)}")
+    rows, cols = aval.shape[-2:]
+    mask = lax.broadcast_in_dim(_diagonal_mask(rows, cols, operator.index(k), upper),
+                                aval.shape, (aval.ndim - 2, aval.ndim - 1))
+    zero = typed_scalar(False if aval.dtype == np.bool_ else 0, aval.dtype, aval.weak_type)
+    return P.select_p.bind(mask, m, zero)
+
+
+def tril(m: Any, k: int = 0) -> Any:
+    """The lower triangle of (a stack of) matrices: entries above the ``k``-th diagonal zeroed.
+
+    Example::
+
+        jnp.tril(jnp.ones((3, 3)))
+    """
+    return _triangle("tril", m, k, upper=False)
+
+
+def triu(m: Any, k: int = 0) -> Any:
+    """The upper triangle of (a stack of) matrices: entries below the ``k``-th diagonal zeroed.
+
+    Example::
+
+        jnp.triu(jnp.ones((3, 3)), k=1)
+    """
+    return _triangle("triu", m, k, upper=True)
+
+
+def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The ``offset``-th diagonal of the matrices spanned by ``axis1`` and ``axis2``; it becomes
+    the last axis of the result.
+
+    Example::
+
+        jnp.diagonal(jnp.arange(9).reshape(3, 3), offset=1)   # [1, 5]
+    """
+    from ._shape import moveaxis
+    from ._util import canonical_axis, check_arraylike
+    check_arraylike("diagonal", a)
+    aval = get_aval(a)
+    if aval.ndim < 2:
+        raise ValueError(f"diagonal requires an array of at least two dimensions, got shape "
+                         f"{aval.shape}{_where(None)}")
+    ax1, ax2 = canonical_axis(axis1, aval.ndim), canonical_axis(axis2, aval.ndim)
+    if ax1 == ax2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    offset = operator.index(offset)
+    a = moveaxis(a, (ax1, ax2), (-2, -1))
+    shape = get_aval(a).shape
+    lead, (rows, cols) = shape[:-2], shape[-2:]
+    row0, col0 = (0, offset) if offset >= 0 else (-offset, 0)
+    length = builtin_max(min(rows - row0, cols - col0), 0)
+    nlead = len(lead)
+    square = lax.slice(a, (0,) * nlead + (builtin_min(row0, rows), builtin_min(col0, cols)),
+                       lead + (builtin_min(row0, rows) + length, builtin_min(col0, cols) + length))
+    # In a square block flattened and padded to rows of length+1, the diagonal is column 0.
+    flat = lax.reshape(square, lead + (length * length,))
+    zero = typed_scalar(False if aval.dtype == np.bool_ else 0, aval.dtype, aval.weak_type)
+    padded = lax.pad(flat, zero, [(0, 0, 0)] * nlead + [(0, length, 0)])
+    rows_of = lax.reshape(padded, lead + (length, length + 1))
+    column = lax.slice(rows_of, (0,) * (nlead + 2), lead + (length, 1))
+    return lax.reshape(column, lead + (length,))
+
+
+builtin_min = min
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """The ``k``-th diagonal of a matrix, or a square matrix with the vector ``v`` on its
+    ``k``-th diagonal.
+
+    Example::
+
+        jnp.diag(jnp.array([1, 2]))   # [[1, 0], [0, 2]]
+    """
+    from ._util import check_arraylike
+    check_arraylike("diag", v)
+    aval = get_aval(v)
+    k = operator.index(k)
+    if aval.ndim == 2:
+        return diagonal(v, k)
+    if aval.ndim != 1:
+        raise ValueError(f"diag input must be 1d or 2d, got shape {aval.shape}{_where(None)}")
+    n = aval.shape[0] + abs(k)
+    zero = typed_scalar(False if aval.dtype == np.bool_ else 0, aval.dtype, aval.weak_type)
+    values = lax.pad(v, zero, [(0, abs(k), 0)])
+    # Row i holds v[i] at column i + k (k >= 0); column j holds v[j] at row j - k (k < 0).
+    spread = lax.broadcast_in_dim(values, (n, n), (0,) if k >= 0 else (1,))
+    return P.select_p.bind(_on_diagonal(n, k), spread, zero)
+
+
+def _on_diagonal(n: int, k: int) -> Any:
+    int_t = dtypes.canonicalize_dtype(int)
+    r = lax.broadcasted_iota(int_t, (n, n), 0)
+    c = lax.broadcasted_iota(int_t, (n, n), 1)
+    return P.eq_p.bind(c, P.add_p.bind(r, typed_scalar(k, int_t)))
+
+
+def diagflat(v: Any, k: int = 0) -> Any:
+    """A square matrix with the flattened ``v`` on its ``k``-th diagonal.
+
+    Example::
+
+        jnp.diagflat(jnp.array([[1, 2], [3, 4]]))   # 4 x 4, diagonal 1, 2, 3, 4
+    """
+    from ._shape import ravel
+    from ._util import check_arraylike
+    check_arraylike("diagflat", v)
+    return diag(ravel(v), k)
+
+
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
+    """Coordinate grids from 1-D coordinate vectors. ``indexing='xy'`` (Cartesian) swaps the
+    first two output axes; ``'ij'`` (matrix) keeps them in order. ``sparse=True`` leaves the
+    broadcasting to the user.
+
+    Example::
+
+        X, Y = jnp.meshgrid(jnp.arange(3), jnp.arange(2))   # both of shape (2, 3)
+    """
+    from ._util import check_arraylike
+    check_arraylike("meshgrid", *xi)
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for `indexing` are 'xy' and 'ij', got {indexing!r}")
+    arrays = [asarray(x) for x in xi]
+    for i, x in enumerate(arrays):
+        if get_aval(x).ndim != 1:
+            raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shape "
+                             f"{get_aval(x).shape} at position {i}{_where(None)}")
+    sizes = [get_aval(x).shape[0] for x in arrays]
+    dims = list(range(len(arrays)))
+    if indexing == "xy" and len(arrays) >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+        dims[0], dims[1] = 1, 0
+    out = []
+    for x, d in zip(arrays, dims):
+        if sparse:
+            shape = [1] * len(arrays)
+            shape[d] = get_aval(x).shape[0]
+            out.append(lax.reshape(x, tuple(shape)))
+        else:
+            out.append(lax.broadcast_in_dim(x, tuple(sizes), (d,)))
+    return out
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False) -> Any:
+    """The index of every position of a grid of shape ``dimensions``: an array of shape
+    ``(len(dimensions), *dimensions)`` (a tuple of broadcastable arrays when ``sparse``).
+
+    Example::
+
+        rows, cols = jnp.indices((2, 3))   # rows[i, j] == i, cols[i, j] == j
+    """
+    dims = _shape_arg(dimensions)
+    want = requested_dtype(dtype) or dtypes.canonicalize_dtype(int)
+    if sparse:
+        out = []
+        for i, d in enumerate(dims):
+            shape = tuple(d if j == i else 1 for j in range(len(dims)))
+            out.append(lax.broadcasted_iota(want, shape, i))
+        return tuple(out)
+    if not dims:
+        return lax.broadcast_in_dim(typed_scalar(0, want), (0,), ())
+    grids = [lax.broadcasted_iota(want, (1,) + dims, i + 1) for i in range(len(dims))]
+    return grids[0] if len(grids) == 1 else lax.concatenate(grids, 0)
+
+
+class _Grid:
+    """``mgrid``/``ogrid``: index with slices to get coordinate grids; a complex step ``Nj``
+    asks for N points including the stop (as ``linspace``)."""
+
+    def __init__(self, sparse: bool, name: str) -> None:
+        self.sparse = sparse
+        self.name = name
+
+    def __getitem__(self, key: Any) -> Any:
+        single = isinstance(key, slice)
+        keys = (key,) if single else tuple(key)
+        axes = []
+        for s in keys:
+            if not isinstance(s, slice):
+                raise IndexError(f"{self.name} takes slices, got {s!r}")
+            axes.append(self._axis(s))
+        if single:
+            return axes[0]
+        kinds = [get_aval(a).dtype for a in axes]
+        common = default_float_dtype() if builtin_any(d.kind == "f" for d in kinds) else \
+            dtypes.canonicalize_dtype(int)
+        axes = [convert(a, common) for a in axes]
+        grids = meshgrid(*axes, indexing="ij", sparse=self.sparse)
+        if self.sparse:
+            return grids
+        from ._shape import stack
+        return stack(grids, 0)
+
+    @staticmethod
+    def _axis(s: slice) -> Any:
+        start = 0 if s.start is None else s.start
+        step = 1 if s.step is None else s.step
+        if isinstance(step, complex):
+            count = int(abs(step))
+            return linspace(start, s.stop, count, endpoint=True)
+        return arange(start, s.stop, step)
+
+    def __repr__(self) -> str:
+        return f"pyree.numpy.{self.name}"
+
+
+mgrid = _Grid(False, "mgrid")
+ogrid = _Grid(True, "ogrid")
+mgrid.__doc__ = """Dense coordinate grids by slicing. Example: ``jnp.mgrid[0:2, 0:3].shape`` ->
+(2, 2, 3)"""
+ogrid.__doc__ = """Open (broadcastable) coordinate grids by slicing. Example: ``jnp.ogrid[0:2,
+0:3]`` -> arrays of shapes (2, 1) and (1, 3)"""
+
+
+def fromfunction(function: Any, shape: Any, *, dtype: Any = float, **kwargs: Any) -> Any:
+    """``function`` evaluated at every index of a grid of ``shape``: it is vmapped over each
+    axis and receives scalar coordinates of ``dtype``.
+
+    Example::
+
+        jnp.fromfunction(lambda i, j: i + j, (2, 3), dtype=jnp.int32)
+    """
+    import functools
+    from pyree import vmap
+    dims = _shape_arg(shape)
+    want = requested_dtype(dtype)
+    fn = functools.partial(function, **kwargs) if kwargs else function
+    # Map the innermost axis first, so that the outermost vmap runs over axis 0.
+    for i in reversed(range(len(dims))):
+        fn = vmap(fn, in_axes=tuple(0 if j == i else None for j in range(len(dims))))
+    # The coordinates must be traced along every axis, so each function sees them mapped.
+    coords = [arange(d, dtype=want) for d in dims]
+    return fn(*coords)
+
+
+def copy(a: Any, order: Optional[str] = None) -> Any:
+    """A copy of ``a`` (pyree arrays are immutable, so the copy may share its buffer).
+
+    Example::
+
+        jnp.copy(x)
+    """
+    return array(a, copy=True, order=order)

@@ -1,13 +1,25 @@
-"""Basic indexing (``x[i, 1:3, ::-1, None, ...]``) and functional updates (``x.at[i].set(v)``).
+"""Indexing (``x[i, 1:3, ::-1, None, ..., idx_array, mask]``), functional updates
+(``x.at[index].set(v)`` and friends), ``take`` and ``take_along_axis``.
 
-An index selects, along each axis, an arithmetic progression of positions: one position for an
-integer (static, or traced: then it is read at run time), ``count`` positions ``step`` apart for
-a slice. Both reading and updating first cut out the *box* spanned by the progression (a
-``slice``, or a ``dynamic_slice`` when some index is traced), then stride and reverse inside it.
+*Basic* indices (integers, slices, ``None``, ``...``, run-time integer scalars) select, along
+each axis, an arithmetic progression of positions. Reading and updating first cut out the *box*
+spanned by the progressions (a ``slice``, or a ``dynamic_slice`` when some index is traced),
+then stride and reverse inside it.
+
+*Advanced* indices (integer arrays — lists, NumPy arrays, pyree arrays, traced — and boolean
+masks, which become integer arrays outside ``jit``) follow NumPy: they broadcast together, and
+the broadcast dimensions replace the indexed axes in the result, in place when the advanced
+indices are adjacent, at the front when a slice, ``None`` or ``...`` separates them. With an
+advanced index present, integers count as advanced indices too. Reading cuts out the box of
+the slices, then gathers from it; updating scatters into the box and writes the box back.
+
+Out of bounds (as in JAX): reads of arrays of indices clamp, updates drop; ``.at[...]`` methods
+take ``mode=`` ('clip', 'fill' / 'drop', 'promise_in_bounds') and ``fill_value=``. Static
+integers out of bounds raise IndexError, as in NumPy, unless a mode is given.
 """
 from __future__ import annotations
 
-__all__: list[str] = []  # take, take_along_axis... join here
+__all__ = ["take", "take_along_axis"]
 
 import operator
 from typing import Any, Callable, Optional
@@ -15,17 +27,19 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from pyree import dtypes, lax
-from pyree.errors import ConcretizationTypeError
+from pyree.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from pyree.runtime.array import Array
+from pyree.transpiler import gather_scatter as GS
 from pyree.transpiler import primitives as P
+from pyree.transpiler.gather_scatter import GatherScatterMode
 from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import Tracer, get_aval
+from pyree.transpiler.trace import Tracer, TypedScalar, get_aval
 
 from ._util import broadcast_to_shape, convert, typed_scalar
 
 
 class _Axis:
-    """How one axis of the operand is indexed."""
+    """How one axis of the operand is indexed by a basic index."""
 
     __slots__ = ("start", "count", "step", "dynamic", "keep")
 
@@ -41,72 +55,167 @@ class _Axis:
         return (self.count - 1) * abs(self.step) + 1 if self.count else 0
 
 
+# -- parsing ----------------------------------------------------------------------------------
+
+class _Int:
+    """A static integer index."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+class _Dyn:
+    """An integer scalar known at run time (a traced or device 0-d array)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Adv:
+    """An array of integer indices (NumPy array, pyree Array or traced)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Mask:
+    """A concrete boolean mask (a NumPy array of rank >= 1)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+
+
+class _Bool0:
+    """A 0-d boolean index: a new axis of length 1 (True) or 0 (False)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+
 def _is_int_scalar(x: Any) -> bool:
     if isinstance(x, (bool, np.bool_)):
         return False
     return isinstance(x, (int, np.integer))
 
 
-def _parse(shape: tuple, index: Any) -> tuple[list[_Axis], list[int]]:
-    """Per-axis selections, and the result positions of ``None`` (new) axes."""
-    if not isinstance(index, tuple):
-        index = (index,)
-    if sum(1 for i in index if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
+def _non_integer_error(kind: str) -> IndexError:
+    return IndexError(f"indices must be integers, slices, None, ..., or integer or boolean "
+                      f"arrays; got an index of type {kind}{_where(None)}")
+
+
+def _sequence_index(entry: Any) -> Any:
+    """A list (or a tuple inside the index tuple) used as an index array."""
+    from ._creation import _contains_traced, array
+    if _contains_traced(entry):
+        return array(entry)
+    try:
+        host = np.asarray(entry)
+    except (ValueError, TypeError):
+        host = None
+    if host is None or host.dtype == object:
+        raise IndexError(f"a list used as an index must hold integers or booleans of one "
+                         f"rectangular shape, got {entry!r}{_where(None)}")
+    if host.size == 0 and host.dtype.kind == "f":
+        host = host.astype(np.int64)  # [] is an empty integer index, as in NumPy
+    return host
+
+
+def _classify(entry: Any) -> Any:
+    """One entry of the index tuple as None, Ellipsis, a slice or one of the classes above."""
+    if entry is None or entry is Ellipsis or isinstance(entry, slice):
+        return entry
+    if isinstance(entry, (bool, np.bool_)):
+        return _Bool0(bool(entry))
+    if _is_int_scalar(entry):
+        return _Int(int(entry))
+    if isinstance(entry, (list, tuple)):
+        entry = _sequence_index(entry)
+    if isinstance(entry, TypedScalar):
+        entry = entry.value
+    if isinstance(entry, (np.ndarray, np.generic)):
+        entry = np.asarray(entry)
+        if entry.dtype == np.bool_:
+            return _Bool0(bool(entry)) if entry.ndim == 0 else _Mask(entry)
+        if entry.dtype.kind not in "iu":
+            raise _float_index_error(entry.dtype)
+        return _Int(int(entry)) if entry.ndim == 0 else _Adv(entry)
+    if isinstance(entry, (Tracer, Array)):
+        dtype = entry.dtype
+        if dtype == np.bool_:
+            if isinstance(entry, Tracer):
+                raise NonConcreteBooleanIndexError(
+                    f"a boolean mask {entry.aval.str_short()} computed inside jit cannot be "
+                    f"used as an index: the shape of the result would depend on the mask's "
+                    f"values{_where(None)}\nUse jnp.where(mask, x, other) (three arguments) to "
+                    f"keep the shape, or index outside jit.")
+            host = np.asarray(entry)
+            return _Bool0(bool(host)) if host.ndim == 0 else _Mask(host)
+        if dtype.kind not in "iu":
+            raise _float_index_error(dtype)
+        return _Dyn(entry) if entry.ndim == 0 else _Adv(entry)
+    if isinstance(entry, (float, complex, np.floating)):
+        raise _float_index_error(np.dtype(type(entry)))
+    raise _non_integer_error(type(entry).__name__)
+
+
+def _float_index_error(dtype: Any) -> IndexError:
+    return IndexError(f"indices must be integers or booleans, got an index of dtype "
+                      f"{np.dtype(dtype).name}{_where(None)}")
+
+
+def _expand(x: Any, index: Any) -> tuple[Any, list]:
+    """The index as one entry per operand axis (plus None entries), masks turned into integer
+    arrays and 0-d booleans into new axes of ``x`` indexed by an array."""
+    shape = get_aval(x).shape
+    items = list(index) if isinstance(index, tuple) else [index]
+    items = [_classify(i) for i in items]
+    if sum(1 for i in items if i is Ellipsis) > 1:
+        raise IndexError(f"an index can only have a single ellipsis ('...'){_where(None)}")
+    consumed = sum(i.value.ndim if isinstance(i, _Mask) else 1 for i in items
+                   if i is not None and i is not Ellipsis and not isinstance(i, _Bool0))
     if consumed > len(shape):
         raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but "
                          f"{consumed} were indexed{_where(None)}")
-    expanded = []
-    for i in index:
-        if i is Ellipsis:
-            expanded.extend([slice(None)] * (len(shape) - consumed))
-        else:
-            expanded.append(i)
-    if Ellipsis not in index:
-        expanded.extend([slice(None)] * (len(shape) - consumed))
+    fill = [slice(None)] * (len(shape) - consumed)
+    expanded: list = []
+    for i in items:
+        expanded.extend(fill if i is Ellipsis else [i])
+    if Ellipsis not in items:
+        expanded.extend(fill)
 
-    axes: list[_Axis] = []
-    new_axes: list[int] = []
-    out_pos = 0
-    for entry in expanded:
-        if entry is None:
-            new_axes.append(out_pos)
-            out_pos += 1
-            continue
-        dim = shape[len(axes)]
-        if _is_int_scalar(entry):
-            i = int(entry)
-            if not -dim <= i < dim:
-                raise IndexError(f"index {i} is out of bounds for axis {len(axes)} with size "
-                                 f"{dim}{_where(None)}")
-            axes.append(_Axis(i % dim, 1, 1, False, False))
-        elif isinstance(entry, slice):
-            start, stop, step = (_static_slice_part(p) for p in (entry.start, entry.stop,
-                                                                   entry.step))
-            start, stop, step = slice(start, stop, step).indices(dim)
-            count = len(range(start, stop, step))
-            low = start if step > 0 else (start + (count - 1) * step if count else 0)
-            axes.append(_Axis(low, count, step, False, True))
-            out_pos += 1
-        elif isinstance(entry, (Tracer, Array)) and entry.ndim == 0 and \
-                entry.dtype.kind in "iu":
-            axes.append(_Axis(_normalize_dynamic(entry, dim), 1, 1, True, False))
-        elif isinstance(entry, np.ndarray) and entry.ndim == 0 and entry.dtype.kind in "iu":
-            i = int(entry)
-            if not -dim <= i < dim:
-                raise IndexError(f"index {i} is out of bounds for axis {len(axes)} with size "
-                                 f"{dim}{_where(None)}")
-            axes.append(_Axis(i % dim, 1, 1, False, False))
+    entries: list = []
+    new_shape: list = []
+    axis = 0
+    for e in expanded:
+        if e is None:
+            entries.append(None)
+        elif isinstance(e, _Bool0):
+            new_shape.append(1)
+            entries.append(_Adv(np.zeros(1 if e.value else 0, np.int32)))
+        elif isinstance(e, _Mask):
+            k = e.value.ndim
+            dims = shape[axis:axis + k]
+            if tuple(e.value.shape) != tuple(dims):
+                raise IndexError(f"boolean index of shape {e.value.shape} does not match the "
+                                 f"indexed axes {axis}..{axis + k - 1} of shape {dims}"
+                                 f"{_where(None)}")
+            for positions in np.nonzero(e.value):
+                entries.append(_Adv(positions.astype(np.int32 if positions.size < 2**31
+                                                     else np.int64)))
+            new_shape.extend(dims)
+            axis += k
         else:
-            kind = type(entry).__name__
-            raise IndexError(
-                f"pyree supports basic indexing (integers, slices, None, ...) and integer "
-                f"scalars computed at run time; got an index of type {kind}"
-                f"{'' if not hasattr(entry, 'shape') else f' with shape {entry.shape}'}. "
-                f"Array (advanced) and boolean-mask indexing are not available yet; use "
-                f"jnp.where for masks{_where(None)}")
-    return axes, new_axes
+            entries.append(e)
+            new_shape.append(shape[axis])
+            axis += 1
+    if len(new_shape) != len(shape):
+        x = lax.reshape(x, tuple(new_shape))
+    return x, entries
 
 
 def _static_slice_part(p: Any) -> Optional[int]:
@@ -119,8 +228,45 @@ def _static_slice_part(p: Any) -> Optional[int]:
     return operator.index(p)
 
 
+def _slice_axis(entry: slice, dim: int) -> _Axis:
+    start, stop, step = (_static_slice_part(p) for p in (entry.start, entry.stop, entry.step))
+    start, stop, step = slice(start, stop, step).indices(dim)
+    count = len(range(start, stop, step))
+    low = start if step > 0 else (start + (count - 1) * step if count else 0)
+    return _Axis(low, count, step, False, True)
+
+
+def _check_static_int(i: int, axis: int, dim: int) -> None:
+    if not -dim <= i < dim:
+        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {dim}"
+                         f"{_where(None)}")
+
+
+def _basic_axes(shape: tuple, entries: list) -> tuple[list[_Axis], list[int]]:
+    """Per-axis selections of a basic index, and the result positions of new axes."""
+    axes: list[_Axis] = []
+    new_axes: list[int] = []
+    out_pos = 0
+    for entry in entries:
+        if entry is None:
+            new_axes.append(out_pos)
+            out_pos += 1
+            continue
+        dim = shape[len(axes)]
+        if isinstance(entry, _Int):
+            _check_static_int(entry.value, len(axes), dim)
+            axes.append(_Axis(entry.value % dim, 1, 1, False, False))
+        elif isinstance(entry, _Dyn):
+            axes.append(_Axis(_normalize_dynamic(entry.value, dim), 1, 1, True, False))
+        else:
+            axes.append(_slice_axis(entry, dim))
+            out_pos += 1
+    return axes, new_axes
+
+
 def _normalize_dynamic(index: Any, dim: int) -> Any:
-    """A traced integer index as int32, with negative values counted from the end."""
+    """A run-time integer index in the index dtype, with negative values counted from the
+    end."""
     int_t = dtypes.canonicalize_dtype(int)
     index = convert(index, int_t)
     if get_aval(index).dtype.kind == "u":
@@ -141,15 +287,9 @@ def _box(x: Any, axes: list[_Axis]) -> Any:
     return lax.slice(x, [a.start for a in axes], [a.start + a.span for a in axes])
 
 
-def getitem(x: Any, index: Any) -> Any:
-    """``x[index]`` for basic indices.
-
-    Example::
-
-        jnp.arange(10)[2:8:2]   # [2, 4, 6]
-    """
+def _basic_getitem(x: Any, entries: list) -> Any:
     aval = get_aval(x)
-    axes, new_axes = _parse(aval.shape, index)
+    axes, new_axes = _basic_axes(aval.shape, entries)
     # Reverse the whole operand first, then cut the box out of it: under jit IREE fails to
     # compile some reverses of slices (LLVM translation of an unrealized_conversion_cast), e.g.
     # lax.rev(x[2:9:3], (0,)) or lax.rev(m[:, :, 1:2], (0,)).
@@ -168,17 +308,17 @@ def getitem(x: Any, index: Any) -> Any:
     return lax.reshape(y, tuple(shape))
 
 
-def _update(x: Any, index: Any, values: Any, combine: Optional[Callable]) -> Any:
+def _basic_update(x: Any, entries: list, values: Any, combine: Optional[Callable]) -> Any:
     """``x`` with ``x[index]`` replaced by ``combine(x[index], values)`` (or by ``values``)."""
     aval = get_aval(x)
-    axes, new_axes = _parse(aval.shape, index)
+    axes, new_axes = _basic_axes(aval.shape, entries)
     values = convert(values, aval.dtype, aval.weak_type)
     # Values broadcast to the shape x[index] has, then lose the new axes and regain the axes
     # integer indices removed, giving one entry per selected position.
     indexed = [a.count for a in axes if a.keep]
     for pos in new_axes:
         indexed.insert(pos, 1)
-    values = broadcast_to_shape(values, tuple(indexed))
+    values = _broadcast_values(values, tuple(indexed))
     values = lax.reshape(values, tuple(a.count for a in axes))
     reversed_axes = tuple(i for i, a in enumerate(axes) if a.step < 0 and a.count > 1)
     if reversed_axes:
@@ -208,14 +348,280 @@ def _update(x: Any, index: Any, values: Any, combine: Optional[Callable]) -> Any
                 inside = ok if inside is None else P.and_p.bind(inside, ok)
         new = P.select_p.bind(inside, new, old)
     if old is x:  # the box is the whole array
-        return new
+        return convert(new, aval.dtype, aval.weak_type)
     int_t = dtypes.canonicalize_dtype(int)
     starts = [a.start if a.dynamic else typed_scalar(a.start, int_t) for a in axes]
-    return lax.dynamic_update_slice(x, new, starts)
+    return lax.dynamic_update_slice(x, convert(new, aval.dtype, aval.weak_type), starts)
+
+
+def _broadcast_values(values: Any, shape: tuple) -> Any:
+    """Update values broadcast to the indexed shape; leading size-1 axes beyond its rank are
+    dropped first (NumPy allows ``x[0:2] = [[1, 2]]``)."""
+    vshape = get_aval(values).shape
+    extra = len(vshape) - len(shape)
+    if extra > 0 and all(d == 1 for d in vshape[:extra]):
+        values = lax.reshape(values, vshape[extra:])
+    return broadcast_to_shape(values, shape)
+
+
+# -- advanced indexing ------------------------------------------------------------------------
+
+class _Plan:
+    """An index with advanced entries, resolved against a (boxed) operand."""
+
+    __slots__ = ("basic", "adv_axes", "indices", "batch_shape", "block", "out_shape",
+                 "gather_shape")
+
+
+def _index_dtype() -> np.dtype:
+    return dtypes.canonicalize_dtype(int)
+
+
+def _index_array(value: Any, dim: int, normalize: bool = True) -> Any:
+    """Integer indices in the index dtype, negative ones counted from the end of an axis of
+    size ``dim`` (if ``normalize``)."""
+    int_t = _index_dtype()
+    if isinstance(value, np.ndarray):
+        wide = value.astype(np.int64)
+        if value.dtype.kind == "i" and normalize:
+            wide = np.where(wide < 0, wide + dim, wide)
+        info = np.iinfo(int_t)
+        return np.clip(wide, info.min, info.max).astype(int_t)
+    signed = get_aval(value).dtype.kind == "i"
+    value = convert(value, int_t)
+    if not signed or not normalize:
+        return value
+    negative = P.lt_p.bind(value, typed_scalar(0, int_t))
+    return P.select_p.bind(negative, P.add_p.bind(value, typed_scalar(dim, int_t)), value)
+
+
+def _plan(shape: tuple, entries: list, strict_ints: bool) -> _Plan:
+    """Resolve an index with advanced entries: the basic index of its box (slices, with whole
+    axes where advanced indices are), the advanced axes and their stacked index vectors, and
+    where the broadcast dimensions go."""
+    plan = _Plan()
+    basic, adv_axes, arrays, kinds = [], [], [], []
+    axis = 0
+    for pos, e in enumerate(entries):
+        if e is None:
+            continue
+        dim = shape[axis]
+        if isinstance(e, slice):
+            basic.append(e)
+        else:
+            basic.append(slice(None))
+            if isinstance(e, _Int):
+                if strict_ints:
+                    _check_static_int(e.value, axis, dim)
+                value = np.asarray(e.value, np.int64)
+            else:
+                value = e.value
+            adv_axes.append(axis)
+            arrays.append(_index_array(value, dim))
+            kinds.append(pos)
+        axis += 1
+    shapes = [np.shape(a) if isinstance(a, np.ndarray) else get_aval(a).shape for a in arrays]
+    try:
+        batch_shape = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError(f"shape mismatch: index arrays of shapes "
+                         f"{', '.join(str(tuple(s)) for s in shapes)} cannot be broadcast "
+                         f"together{_where(None)}") from None
+    contiguous = kinds == list(range(kinds[0], kinds[-1] + 1))
+    # Where the broadcast dimensions go: in place of adjacent advanced indices, else first.
+    out_shape: list = []
+    block_out, block_gather, gather_pos = None, 0, 0
+    axis = 0
+    for pos, e in enumerate(entries):
+        if pos == kinds[0]:
+            block_out = len(out_shape) if contiguous else 0
+            block_gather = gather_pos if contiguous else 0
+        if e is None:
+            out_shape.append(1)
+            continue
+        if isinstance(e, slice):
+            out_shape.append(_slice_axis(e, shape[axis]).count)
+            gather_pos += 1
+        axis += 1
+    plan.basic = basic
+    plan.adv_axes = adv_axes
+    plan.batch_shape = batch_shape
+    plan.block = block_gather
+    plan.out_shape = out_shape[:block_out] + list(batch_shape) + out_shape[block_out:]
+    plan.indices = _stack_indices(arrays, batch_shape)
+    return plan
+
+
+def _stack_indices(arrays: list, batch_shape: tuple) -> Any:
+    """Index arrays broadcast to ``batch_shape`` and stacked along a new last axis."""
+    if all(isinstance(a, np.ndarray) for a in arrays):
+        return np.stack([np.broadcast_to(a, batch_shape) for a in arrays], axis=-1)
+    columns = []
+    for a in arrays:
+        if isinstance(a, np.ndarray):
+            a = np.broadcast_to(a, batch_shape).reshape(batch_shape + (1,))
+        else:
+            a = lax.reshape(broadcast_to_shape(a, batch_shape), batch_shape + (1,))
+        columns.append(a)
+    if len(columns) == 1:
+        return columns[0]
+    return lax.concatenate([c if not isinstance(c, np.ndarray) else
+                            _operand_of(c) for c in columns], len(batch_shape))
+
+
+def _operand_of(value: np.ndarray) -> Any:
+    """A NumPy array as an operand (a constant of the program inside jit)."""
+    from ._creation import asarray
+    return asarray(value)
+
+
+def _gather_dims(box_shape: tuple, plan: _Plan) -> tuple[GS.GatherDimensionNumbers, tuple]:
+    nb, rest = len(plan.batch_shape), len(box_shape) - len(plan.adv_axes)
+    offset = tuple(p for p in range(nb + rest) if not plan.block <= p < plan.block + nb)
+    collapsed = tuple(sorted(plan.adv_axes))
+    dn = GS.GatherDimensionNumbers(offset, collapsed, tuple(plan.adv_axes))
+    sizes = tuple(1 if d in plan.adv_axes else n for d, n in enumerate(box_shape))
+    return dn, sizes
+
+
+def _check_nonempty_axes(box_shape: tuple, plan: _Plan) -> None:
+    if int(np.prod(plan.batch_shape, dtype=np.int64)) == 0:
+        return
+    for d in plan.adv_axes:
+        if box_shape[d] == 0:
+            raise IndexError(f"index is out of bounds for axis {d} with size 0{_where(None)}")
+
+
+def _gather_shape(box_shape: tuple, plan: _Plan) -> tuple:
+    rest = [n for d, n in enumerate(box_shape) if d not in plan.adv_axes]
+    return tuple(rest[:plan.block]) + tuple(plan.batch_shape) + tuple(rest[plan.block:])
+
+
+def _advanced_getitem(x: Any, entries: list, mode: GatherScatterMode, fill_value: Any,
+                      strict_ints: bool, indices_are_sorted: bool, unique_indices: bool) -> Any:
+    aval = get_aval(x)
+    plan = _plan(aval.shape, entries, strict_ints)
+    box = _basic_getitem(x, plan.basic) if any(s != slice(None) for s in plan.basic) else x
+    box_aval = get_aval(box)
+    out_shape = tuple(plan.out_shape)
+    if int(np.prod(out_shape, dtype=np.int64)) == 0:
+        return convert(lax.full(out_shape, 0, box_aval.dtype), box_aval.dtype,
+                       box_aval.weak_type)
+    _check_nonempty_axes(box_aval.shape, plan)
+    dn, sizes = _gather_dims(box_aval.shape, plan)
+    indices = plan.indices
+    if isinstance(indices, np.ndarray):
+        indices = _operand_of(indices)
+    out = GS.gather(box, indices, dn, sizes, mode, fill_value, indices_are_sorted,
+                    unique_indices)
+    return lax.reshape(out, out_shape)
+
+
+def _advanced_update(x: Any, entries: list, values: Any, combiner: str,
+                     mode: GatherScatterMode, strict_ints: bool, indices_are_sorted: bool,
+                     unique_indices: bool) -> Any:
+    aval = get_aval(x)
+    plan = _plan(aval.shape, entries, strict_ints)
+    boxed = any(s != slice(None) for s in plan.basic)
+    box = _basic_getitem(x, plan.basic) if boxed else x
+    box_aval = get_aval(box)
+    values = convert(values, aval.dtype, aval.weak_type)
+    values = _broadcast_values(values, tuple(plan.out_shape))
+    gather_shape = _gather_shape(box_aval.shape, plan)
+    if int(np.prod(gather_shape, dtype=np.int64)) == 0:
+        return x
+    _check_nonempty_axes(box_aval.shape, plan)
+    values = lax.reshape(values, gather_shape)
+    gdn, _ = _gather_dims(box_aval.shape, plan)
+    dn = GS.gather_to_scatter(gdn)
+    indices = plan.indices
+    if isinstance(indices, np.ndarray):
+        indices = _operand_of(indices)
+    new_box = GS.scatter(box, indices, values, dn, combiner, mode, indices_are_sorted,
+                         unique_indices)
+    if not boxed:
+        return new_box
+    return _basic_update(x, plan.basic, new_box, None)
+
+
+# -- entry points -----------------------------------------------------------------------------
+
+def _has_advanced(entries: list) -> bool:
+    return any(isinstance(e, _Adv) for e in entries)
+
+
+def getitem(x: Any, index: Any) -> Any:
+    """``x[index]``: NumPy's basic and advanced indexing (integer arrays clamp out of bounds,
+    as in JAX; static integers out of bounds raise IndexError).
+
+    Example::
+
+        jnp.arange(10)[2:8:2]                    # [2, 4, 6]
+        jnp.arange(12).reshape(3, 4)[[0, 2], 1]  # [1, 9]
+    """
+    x, entries = _expand(x, index)
+    if not _has_advanced(entries):
+        return _basic_getitem(x, entries)
+    return _advanced_getitem(x, entries, GatherScatterMode.CLIP, None, True, False, False)
+
+
+def _parse_mode(mode: Any, default: GatherScatterMode) -> GatherScatterMode:
+    return default if mode is None else GatherScatterMode.from_any(mode)
+
+
+def _update(x: Any, index: Any, values: Any, combiner: str, mode: Any = None,
+            indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+    """``x`` with ``x[index]`` combined with ``values`` ('replace', 'add', 'mul', 'min',
+    'max')."""
+    x_expanded, entries = _expand(x, index)
+    if x_expanded is not x:
+        # A 0-d boolean added an axis: update the reshaped array, then drop the axis again.
+        new = _update_entries(x_expanded, entries, values, combiner, mode, indices_are_sorted,
+                              unique_indices)
+        return lax.reshape(new, get_aval(x).shape)
+    return _update_entries(x, entries, values, combiner, mode, indices_are_sorted,
+                           unique_indices)
+
+
+_BASIC_COMBINE = {"replace": None, "add": P.add_p.bind, "mul": P.mul_p.bind,
+                  "min": P.min_p.bind, "max": P.max_p.bind}
+
+
+def _update_entries(x: Any, entries: list, values: Any, combiner: str, mode: Any,
+                    indices_are_sorted: bool, unique_indices: bool) -> Any:
+    # Without a mode, static integers out of bounds raise IndexError (as in x[i]); with one,
+    # they are index arrays like the others: dropped or clipped.
+    strict = mode is None
+    if not _has_advanced(entries) and (strict or not any(
+            isinstance(e, (_Int, _Dyn)) for e in entries)):
+        return _basic_update(x, entries, values, _BASIC_COMBINE[combiner])
+    if not strict:
+        entries = [_Adv(e.value) if isinstance(e, _Dyn) else e for e in entries]
+    return _advanced_update(x, entries, values, combiner,
+                            _parse_mode(mode, GatherScatterMode.FILL_OR_DROP), strict,
+                            indices_are_sorted, unique_indices)
+
+
+def _get(x: Any, index: Any, mode: Any, fill_value: Any, indices_are_sorted: bool,
+         unique_indices: bool) -> Any:
+    x, entries = _expand(x, index)
+    strict = mode is None and fill_value is None
+    if not _has_advanced(entries) and (strict or not any(
+            isinstance(e, (_Int, _Dyn)) for e in entries)):
+        return _basic_getitem(x, entries)
+    if not strict:
+        entries = [_Adv(e.value) if isinstance(e, _Dyn) else e for e in entries]
+    from pyree._lax_gather import static_fill_value
+    return _advanced_getitem(x, entries, _parse_mode(mode, GatherScatterMode.CLIP),
+                             static_fill_value(fill_value), strict, indices_are_sorted,
+                             unique_indices)
 
 
 class _IndexUpdateRef:
-    """``x.at[index]``: functional updates of the selected elements."""
+    """``x.at[index]``: functional updates of the selected elements.
+
+    Every method takes ``mode`` ('clip', 'fill'/'drop', 'promise_in_bounds'),
+    ``indices_are_sorted`` and ``unique_indices``; ``get`` also ``fill_value``."""
 
     __slots__ = ("array", "index")
 
@@ -223,49 +629,89 @@ class _IndexUpdateRef:
         self.array = array
         self.index = index
 
-    def get(self, **kwargs: Any) -> Any:
-        """``x[index]``. Example: ``x.at[0].get()``"""
-        return getitem(self.array, self.index)
+    def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: Any = None, fill_value: Any = None) -> Any:
+        """``x[index]``; out of bounds clamped, or ``fill_value`` with ``mode='fill'``.
+        Example: ``jnp.arange(10.).at[11].get(mode='fill', fill_value=jnp.nan)`` is nan."""
+        return _get(self.array, self.index, mode, fill_value, indices_are_sorted,
+                    unique_indices)
 
-    def set(self, values: Any, **kwargs: Any) -> Any:
+    def _apply(self, values: Any, combiner: str, mode: Any, indices_are_sorted: bool,
+               unique_indices: bool) -> Any:
+        return _update(self.array, self.index, values, combiner, mode, indices_are_sorted,
+                       unique_indices)
+
+    def set(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: Any = None) -> Any:
         """A copy of x with ``x[index] = values``. Example: ``x.at[0].set(5.0)``"""
-        return _update(self.array, self.index, values, None)
+        return self._apply(values, "replace", mode, indices_are_sorted, unique_indices)
 
-    def add(self, values: Any, **kwargs: Any) -> Any:
-        """A copy of x with ``x[index] += values``. Example: ``x.at[1:].add(1.0)``"""
-        return _update(self.array, self.index, values, P.add_p.bind)
+    def add(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: Any = None) -> Any:
+        """A copy of x with ``x[index] += values`` (repeated indices accumulate).
+        Example: ``x.at[jnp.array([0, 0])].add(1.0)`` adds 2 to ``x[0]``"""
+        return self._apply(values, "add", mode, indices_are_sorted, unique_indices)
 
-    def subtract(self, values: Any, **kwargs: Any) -> Any:
+    def subtract(self, values: Any, *, indices_are_sorted: bool = False,
+                 unique_indices: bool = False, mode: Any = None) -> Any:
         """A copy of x with ``x[index] -= values``. Example: ``x.at[1:].subtract(1.0)``"""
-        return _update(self.array, self.index, values, P.sub_p.bind)
+        from ._ufuncs import negative
+        return self._apply(negative(values), "add", mode, indices_are_sorted, unique_indices)
 
-    def multiply(self, values: Any, **kwargs: Any) -> Any:
+    def multiply(self, values: Any, *, indices_are_sorted: bool = False,
+                 unique_indices: bool = False, mode: Any = None) -> Any:
         """A copy of x with ``x[index] *= values``. Example: ``x.at[::2].multiply(2.0)``"""
-        return _update(self.array, self.index, values, P.mul_p.bind)
+        return self._apply(values, "mul", mode, indices_are_sorted, unique_indices)
 
     mul = multiply
 
-    def divide(self, values: Any, **kwargs: Any) -> Any:
-        """A copy of x with ``x[index] /= values``. Example: ``x.at[0].divide(2.0)``"""
-        return _update(self.array, self.index, values, P.div_p.bind)
+    def divide(self, values: Any, *, indices_are_sorted: bool = False,
+               unique_indices: bool = False, mode: Any = None) -> Any:
+        """A copy of x with ``x[index] /= values`` (repeated indices divide repeatedly).
+        Example: ``x.at[0].divide(2.0)``"""
+        from ._ufuncs import true_divide
+        return self._combine_whole(values, true_divide, mode, indices_are_sorted,
+                                   unique_indices)
 
-    def power(self, values: Any, **kwargs: Any) -> Any:
-        """A copy of x with ``x[index] **= values``. Example: ``x.at[0].power(2.0)``"""
-        return _update(self.array, self.index, values, P.pow_p.bind)
+    def power(self, values: Any, *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: Any = None) -> Any:
+        """A copy of x with ``x[index] **= values`` (repeated indices multiply the exponents).
+        Example: ``x.at[0].power(2.0)``"""
+        from ._ufuncs import power
+        return self._combine_whole(values, power, mode, indices_are_sorted, unique_indices)
 
-    def min(self, values: Any, **kwargs: Any) -> Any:
+    def _combine_whole(self, values: Any, fn: Callable, mode: Any, indices_are_sorted: bool,
+                       unique_indices: bool) -> Any:
+        # x op (product of the values landing on each element), as JAX computes it.
+        x = self.array
+        aval = get_aval(x)
+        ones = lax.full(aval.shape, 1, aval.dtype)
+        factors = _update(ones, self.index, values, "mul", mode, indices_are_sorted,
+                          unique_indices)
+        return convert(fn(x, factors), aval.dtype, aval.weak_type)
+
+    def min(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: Any = None) -> Any:
         """A copy of x with ``x[index] = minimum(x[index], values)``.
         Example: ``x.at[:2].min(0.0)``"""
-        return _update(self.array, self.index, values, P.min_p.bind)
+        return self._apply(values, "min", mode, indices_are_sorted, unique_indices)
 
-    def max(self, values: Any, **kwargs: Any) -> Any:
+    def max(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: Any = None) -> Any:
         """A copy of x with ``x[index] = maximum(x[index], values)``.
         Example: ``x.at[:2].max(0.0)``"""
-        return _update(self.array, self.index, values, P.max_p.bind)
+        return self._apply(values, "max", mode, indices_are_sorted, unique_indices)
 
-    def apply(self, func: Callable, **kwargs: Any) -> Any:
-        """A copy of x with ``x[index] = func(x[index])``. Example: ``x.at[0].apply(jnp.sin)``"""
-        return _update(self.array, self.index, 0, lambda old, _: func(old))
+    def apply(self, func: Callable, *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: Any = None) -> Any:
+        """A copy of x with ``x[index] = func(x[index])`` (each selected element once).
+        Example: ``x.at[0].apply(jnp.sin)``"""
+        x = self.array
+        aval = get_aval(x)
+        marks = lax.full(aval.shape, False, np.bool_)
+        touched = _update(marks, self.index, True, "replace", mode, indices_are_sorted,
+                          unique_indices)
+        return P.select_p.bind(touched, convert(func(x), aval.dtype, aval.weak_type), x)
 
 
 class _IndexUpdateHelper:
@@ -281,3 +727,152 @@ class _IndexUpdateHelper:
 
     def __repr__(self) -> str:
         return f"_IndexUpdateHelper({self.array!r})"
+
+
+# -- take -------------------------------------------------------------------------------------
+
+def _as_index_operand(indices: Any, name: str) -> Any:
+    if isinstance(indices, (list, tuple)):
+        indices = _sequence_index(indices)
+    if _is_int_scalar(indices):
+        indices = np.asarray(indices, np.int64)
+    if isinstance(indices, (np.ndarray, np.generic)):
+        indices = np.asarray(indices)
+    dtype = indices.dtype if hasattr(indices, "dtype") else np.dtype(type(indices))
+    if np.dtype(dtype).kind not in "iu":
+        raise TypeError(f"{name}: indices must be integers, got dtype {np.dtype(dtype).name}"
+                        f"{_where(None)}")
+    return indices
+
+
+def _take_mode(mode: Optional[str], name: str) -> tuple[str, GatherScatterMode]:
+    if mode is None or mode == "fill":
+        return "fill", GatherScatterMode.FILL_OR_DROP
+    if mode == "clip":
+        return "clip", GatherScatterMode.CLIP
+    if mode == "wrap":
+        return "wrap", GatherScatterMode.CLIP
+    if mode == "promise_in_bounds":
+        return "clip", GatherScatterMode.PROMISE_IN_BOUNDS
+    if mode == "raise":
+        raise NotImplementedError(f"{name}: mode='raise' would need the indices' values while "
+                                  f"tracing; use 'fill', 'clip' or 'wrap'{_where(None)}")
+    raise ValueError(f"{name}: invalid mode {mode!r}: use 'fill', 'clip', 'wrap' or "
+                     f"'promise_in_bounds'{_where(None)}")
+
+
+def _prepared_indices(indices: Any, dim: int, kind: str) -> Any:
+    """Indices normalized: negative ones from the end ('fill'), modulo the axis size ('wrap')
+    or as they are ('clip' clamps them to the ends, as NumPy's and JAX's ``take``)."""
+    if kind == "wrap":
+        from ._ufuncs import remainder
+        if dim == 0:
+            raise IndexError(f"cannot wrap indices into an axis of size 0{_where(None)}")
+        int_t = _index_dtype()
+        if isinstance(indices, np.ndarray):
+            return np.mod(indices.astype(np.int64), dim).astype(int_t)
+        return remainder(convert(indices, int_t), typed_scalar(dim, int_t))
+    return _index_array(indices, dim, normalize=kind != "clip")
+
+
+def take(a: Any, indices: Any, axis: Optional[int] = None, out: None = None,
+         mode: Optional[str] = None, unique_indices: bool = False,
+         indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
+    """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened ``a`` if None), as
+    ``jnp.take``: out-of-bounds indices read ``fill_value`` (NaN for floats) unless
+    ``mode='clip'`` or ``'wrap'``; negative indices count from the end.
+
+    Example::
+
+        jnp.take(jnp.array([10., 20., 30.]), jnp.array([2, 0, 5]))   # [30., 10., nan]
+    """
+    from ._util import canonical_axis
+    if out is not None:
+        raise NotImplementedError("take: the out argument is not supported (arrays are "
+                                  "immutable)")
+    from ._creation import asarray
+    a = asarray(a)
+    indices = _as_index_operand(indices, "take")
+    kind, gmode = _take_mode(mode, "take")
+    if axis is None:
+        a = lax.reshape(a, (get_aval(a).size,))
+        axis = 0
+    aval = get_aval(a)
+    axis = canonical_axis(axis, aval.ndim)
+    dim = aval.shape[axis]
+    idx = _prepared_indices(indices, dim, kind)
+    ishape = np.shape(idx) if isinstance(idx, np.ndarray) else get_aval(idx).shape
+    out_shape = aval.shape[:axis] + tuple(ishape) + aval.shape[axis + 1:]
+    if int(np.prod(out_shape, dtype=np.int64)) == 0:
+        return lax.full(out_shape, 0, aval.dtype)
+    if dim == 0:
+        raise IndexError(f"take: cannot take from an axis of size 0{_where(None)}")
+    if isinstance(idx, np.ndarray):
+        idx = _operand_of(idx.reshape(ishape + (1,)))
+    else:
+        idx = lax.reshape(idx, tuple(ishape) + (1,))
+    n = len(ishape)
+    offset = tuple(range(axis)) + tuple(range(axis + n, aval.ndim - 1 + n))
+    dn = GS.GatherDimensionNumbers(offset, (axis,), (axis,))
+    sizes = tuple(1 if d == axis else s for d, s in enumerate(aval.shape))
+    from pyree._lax_gather import static_fill_value
+    return GS.gather(a, idx, dn, sizes, gmode, static_fill_value(fill_value),
+                     bool(indices_are_sorted), bool(unique_indices))
+
+
+def take_along_axis(arr: Any, indices: Any, axis: Optional[int], mode: Optional[str] = None,
+                    fill_value: Any = None) -> Any:
+    """``arr`` read at ``indices`` along ``axis``, the other axes matched element by element
+    (broadcast between ``arr`` and ``indices``), as ``jnp.take_along_axis``: out-of-bounds
+    indices read ``fill_value`` unless ``mode='clip'``.
+
+    Example::
+
+        x = jnp.array([[10., 30., 20.], [60., 40., 50.]])
+        jnp.take_along_axis(x, jnp.argsort(x, axis=1), axis=1)   # each row sorted
+    """
+    from ._creation import asarray
+    from ._util import canonical_axis
+    arr = asarray(arr)
+    indices = _as_index_operand(indices, "take_along_axis")
+    kind, gmode = _take_mode(mode, "take_along_axis")
+    if axis is None:
+        arr = lax.reshape(arr, (get_aval(arr).size,))
+        if isinstance(indices, np.ndarray):
+            indices = indices.reshape(-1)
+        else:
+            indices = lax.reshape(indices, (get_aval(indices).size,))
+        axis = 0
+    aval = get_aval(arr)
+    ishape = tuple(np.shape(indices)) if isinstance(indices, np.ndarray) else \
+        get_aval(indices).shape
+    if len(ishape) != aval.ndim:
+        raise ValueError(f"take_along_axis: indices of rank {len(ishape)} must have the rank "
+                         f"of the array ({aval.ndim}){_where(None)}")
+    axis = canonical_axis(axis, aval.ndim)
+    dim = aval.shape[axis]
+    others = [d for d in range(aval.ndim) if d != axis]
+    try:
+        common = np.broadcast_shapes(tuple(aval.shape[d] for d in others),
+                                     tuple(ishape[d] for d in others))
+    except ValueError:
+        raise ValueError(f"take_along_axis: shapes {aval.shape} and {ishape} do not broadcast "
+                         f"outside axis {axis}{_where(None)}") from None
+    arr_shape, idx_shape = list(aval.shape), list(ishape)
+    for d, n in zip(others, common):
+        arr_shape[d] = n
+        idx_shape[d] = n
+    arr = broadcast_to_shape(arr, tuple(arr_shape))
+    # (Negative indices count from the end in every mode here, as in JAX.)
+    idx = _prepared_indices(indices, dim, "fill" if kind == "clip" else kind)
+    if isinstance(idx, np.ndarray):
+        idx = _operand_of(np.broadcast_to(idx, idx_shape).reshape(tuple(idx_shape) + (1,)))
+    else:
+        idx = lax.reshape(broadcast_to_shape(idx, tuple(idx_shape)), tuple(idx_shape) + (1,))
+    if int(np.prod(idx_shape, dtype=np.int64)) == 0:
+        return lax.full(tuple(idx_shape), 0, aval.dtype)
+    if dim == 0:
+        raise IndexError(f"take_along_axis: cannot take from an axis of size 0{_where(None)}")
+    dn = GS.GatherDimensionNumbers((), (axis,), (axis,), tuple(others), tuple(others))
+    from pyree._lax_gather import static_fill_value
+    return GS.gather(arr, idx, dn, (1,) * aval.ndim, gmode, static_fill_value(fill_value))

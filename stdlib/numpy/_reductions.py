@@ -1,9 +1,11 @@
-"""Reductions of ``pyree.numpy``: sum, mean, var, std, max, min, prod, argmax, argmin, all, any."""
+"""Reductions of ``pyree.numpy``: sum, mean, var, std, max, min, prod, argmax, argmin, all, any,
+their NaN-ignoring forms, average, ptp and count_nonzero."""
 from __future__ import annotations
 
 __all__ = [
-    "all", "amax", "amin", "any", "argmax", "argmin", "max", "mean", "min", "prod", "std", "sum",
-    "var",
+    "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "max", "mean",
+    "min", "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd",
+    "nansum", "nanvar", "prod", "ptp", "std", "sum", "var",
 ]
 
 import builtins
@@ -17,7 +19,8 @@ from pyree.transpiler import primitives as P
 from pyree.transpiler.trace import get_aval
 
 from ._util import (broadcast_to_shape, canonical_axes, canonical_axis, check_arraylike,
-                    convert, default_float_dtype, requested_dtype, typed_scalar)
+                    convert, requested_dtype, to_inexact_dtype,
+                    typed_scalar)
 
 
 def _upcast_integer(dtype: np.dtype) -> np.dtype:
@@ -174,7 +177,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims
     compute = requested_dtype(dtype)
     if compute is None:
         compute = aval.dtype if aval.dtype.kind in "fc" or aval.dtype == dtypes.bfloat16 \
-            else default_float_dtype()
+            else to_inexact_dtype(aval.dtype, aval.weak_type)
     a = convert(a, compute, aval.weak_type)
     total = sum(a, axis=axes, keepdims=keepdims, where=where)
     if where is None:
@@ -202,7 +205,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
     compute = requested_dtype(dtype)
     if compute is None:
         compute = aval.dtype if aval.dtype.kind in "fc" or aval.dtype == dtypes.bfloat16 \
-            else default_float_dtype()
+            else to_inexact_dtype(aval.dtype, aval.weak_type)
     a = convert(a, compute, aval.weak_type)
     from ._ufuncs import subtract
     centered = subtract(a, mean(a, axis=axes, keepdims=True, where=where))
@@ -271,3 +274,259 @@ def _no_out(out: Any) -> None:
     if out is not None:
         raise NotImplementedError("The 'out' argument is not supported: pyree arrays are "
                                   "immutable; use the returned array")
+
+
+# -- NaN-ignoring reductions, average, ptp, count_nonzero ----------------------------------------
+
+def _is_inexact(a: Any) -> bool:
+    dtype = get_aval(a).dtype
+    return dtype.kind in "fc" or dtype == dtypes.bfloat16
+
+
+def _replace_nan(a: Any, value: Any) -> Any:
+    """``a`` with NaNs replaced by ``value`` (integers and booleans unchanged)."""
+    if not _is_inexact(a):
+        return a
+    aval = get_aval(a)
+    fill = lax.full(aval.shape, typed_scalar(value, aval.dtype, aval.weak_type))
+    return P.select_p.bind(P.ne_p.bind(a, a), fill, a)
+
+
+def _isnan(a: Any) -> Any:
+    aval = get_aval(a)
+    if not _is_inexact(a):
+        return lax.full(aval.shape, False, np.bool_)
+    return P.ne_p.bind(a, a)
+
+
+def nansum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+           keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """Sum over ``axis`` with NaNs counted as zero.
+
+    Example::
+
+        jnp.nansum(jnp.array([1.0, jnp.nan, 2.0]))   # 3.
+    """
+    check_arraylike("nansum", a)
+    return sum(_replace_nan(a, 0), axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+               initial=initial, where=where)
+
+
+def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+            keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """Product over ``axis`` with NaNs counted as one.
+
+    Example::
+
+        jnp.nanprod(jnp.array([2.0, jnp.nan, 3.0]))   # 6.
+    """
+    check_arraylike("nanprod", a)
+    return prod(_replace_nan(a, 1), axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                initial=initial, where=where)
+
+
+def _nan_extreme(name: str, fn, fill: float, a: Any, axis: Any, out: None, keepdims: bool,
+                 initial: Any, where: Any) -> Any:
+    check_arraylike(name, a)
+    if not _is_inexact(a):
+        return fn(a, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
+    result = fn(_replace_nan(a, fill), axis=axis, out=out, keepdims=keepdims, initial=initial,
+                where=where)
+    # A slice of NaNs only gives NaN (as NumPy, which also warns).
+    all_nan = all(_isnan(a), axis=axis, keepdims=keepdims, where=where)
+    aval = get_aval(result)
+    return P.select_p.bind(all_nan, lax.full(aval.shape, typed_scalar(np.nan, aval.dtype)),
+                           result)
+
+
+def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
+    """Largest element over ``axis``, ignoring NaNs (NaN where all are NaN).
+
+    Example::
+
+        jnp.nanmax(jnp.array([1.0, jnp.nan, 3.0]))   # 3.
+    """
+    return _nan_extreme("nanmax", max, -np.inf, a, axis, out, keepdims, initial, where)
+
+
+def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
+    """Smallest element over ``axis``, ignoring NaNs (NaN where all are NaN).
+
+    Example::
+
+        jnp.nanmin(jnp.array([1.0, jnp.nan, 3.0]))   # 1.
+    """
+    return _nan_extreme("nanmin", min, np.inf, a, axis, out, keepdims, initial, where)
+
+
+def _nan_count(a: Any, axis: Any, keepdims: bool, where: Any, dtype: np.dtype) -> Any:
+    present = P.not_p.bind(_isnan(a))
+    return sum(convert(present, dtype), axis=axis, keepdims=keepdims, where=where)
+
+
+def _inexact_compute_dtype(a: Any, dtype: Any) -> np.dtype:
+    compute = requested_dtype(dtype)
+    if compute is None:
+        aval = get_aval(a)
+        compute = aval.dtype if _is_inexact(a) else to_inexact_dtype(aval.dtype, aval.weak_type)
+    return compute
+
+
+def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+            keepdims: bool = False, where: Any = None) -> Any:
+    """Mean over ``axis`` of the elements that are not NaN.
+
+    Example::
+
+        jnp.nanmean(jnp.array([1.0, jnp.nan, 3.0]))   # 2.
+    """
+    _no_out(out)
+    check_arraylike("nanmean", a)
+    if not _is_inexact(a):
+        return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    compute = _inexact_compute_dtype(a, dtype)
+    a = convert(a, compute, get_aval(a).weak_type)
+    total = sum(_replace_nan(a, 0), axis=axis, keepdims=keepdims, where=where)
+    return P.div_p.bind(total, _nan_count(a, axis, keepdims, where, compute))
+
+
+def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+           keepdims: bool = False, where: Any = None) -> Any:
+    """Variance over ``axis`` of the elements that are not NaN, divided by ``N - ddof``.
+
+    Example::
+
+        jnp.nanvar(jnp.array([1.0, jnp.nan, 3.0]))   # 1.
+    """
+    _no_out(out)
+    check_arraylike("nanvar", a)
+    if not _is_inexact(a):
+        return var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where)
+    compute = _inexact_compute_dtype(a, dtype)
+    a = convert(a, compute, get_aval(a).weak_type)
+    center = nanmean(a, axis=axis, keepdims=True, where=where)
+    from ._ufuncs import subtract
+    centered = _replace_nan(subtract(a, center), 0)
+    squared = P.integer_pow_p.bind(centered, y=2)
+    if get_aval(squared).dtype.kind == "c":
+        squared = P.abs_p.bind(centered)
+        squared = P.mul_p.bind(squared, squared)
+    total = sum(squared, axis=axis, keepdims=keepdims, where=where)
+    count = _nan_count(a, axis, keepdims, where, get_aval(total).dtype)
+    return P.div_p.bind(total, P.sub_p.bind(count, typed_scalar(ddof, get_aval(total).dtype)))
+
+
+def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+           keepdims: bool = False, where: Any = None) -> Any:
+    """Standard deviation over ``axis`` of the elements that are not NaN.
+
+    Example::
+
+        jnp.nanstd(jnp.array([1.0, jnp.nan, 3.0]))   # 1.
+    """
+    return P.sqrt_p.bind(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof,
+                                keepdims=keepdims, where=where))
+
+
+def _nan_arg(name: str, fn, fill: float, a: Any, axis: Optional[int], keepdims: bool) -> Any:
+    check_arraylike(name, a)
+    if not _is_inexact(a):
+        return fn(a, axis=axis, keepdims=keepdims)
+    result = fn(_replace_nan(a, fill), axis=axis, keepdims=keepdims)
+    # A slice of NaNs only gives -1 (as JAX; NumPy raises).
+    all_nan = all(_isnan(a), axis=axis, keepdims=keepdims)
+    aval = get_aval(result)
+    return P.select_p.bind(all_nan, lax.full(aval.shape, typed_scalar(-1, aval.dtype)), result)
+
+
+def nanargmax(a: Any, axis: Optional[int] = None, out: None = None,
+              keepdims: bool = False) -> Any:
+    """Index of the largest element that is not NaN (-1 where all are NaN).
+
+    Example::
+
+        jnp.nanargmax(jnp.array([1.0, jnp.nan, 3.0]))   # 2
+    """
+    _no_out(out)
+    return _nan_arg("nanargmax", argmax, -np.inf, a, axis, keepdims)
+
+
+def nanargmin(a: Any, axis: Optional[int] = None, out: None = None,
+              keepdims: bool = False) -> Any:
+    """Index of the smallest element that is not NaN (-1 where all are NaN).
+
+    Example::
+
+        jnp.nanargmin(jnp.array([jnp.nan, 3.0, 1.0]))   # 2
+    """
+    _no_out(out)
+    return _nan_arg("nanargmin", argmin, np.inf, a, axis, keepdims)
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False,
+            keepdims: bool = False) -> Any:
+    """Weighted mean over ``axis``; with ``returned``, also the sum of the weights.
+
+    ``weights`` has ``a``'s shape, or is 1-D with the length of ``a`` along an integer
+    ``axis``.
+
+    Example::
+
+        jnp.average(jnp.array([1.0, 2.0, 4.0]), weights=jnp.array([1.0, 1.0, 2.0]))   # 2.75
+    """
+    check_arraylike("average", a)
+    from ._ufuncs import multiply
+    from ._util import promote_dtypes_inexact
+    aval = get_aval(a)
+    axes = canonical_axes(axis, aval.ndim)
+    if weights is None:
+        avg = mean(a, axis=axes, keepdims=keepdims)
+        out_dtype = get_aval(avg).dtype
+        count = _count(aval.shape, axes)
+        weight_sum = lax.full(get_aval(avg).shape, typed_scalar(count, out_dtype))
+    else:
+        check_arraylike("average", weights)
+        a, weights = promote_dtypes_inexact(a, weights)
+        w_aval = get_aval(weights)
+        if w_aval.shape != aval.shape:
+            if axis is None or isinstance(axis, (tuple, list)):
+                raise TypeError(f"jnp.average: weights of shape {w_aval.shape} differ from the "
+                                f"array's shape {aval.shape}; that needs an integer axis")
+            if w_aval.ndim != 1:
+                raise TypeError("jnp.average: 1-D weights expected when the shapes differ")
+            if w_aval.shape[0] != aval.shape[axes[0]]:
+                raise ValueError(f"jnp.average: weights of length {w_aval.shape[0]} do not match "
+                                 f"axis {axis} of shape {aval.shape}")
+            weights = lax.broadcast_in_dim(weights, aval.shape, (axes[0],))
+        weight_sum = sum(weights, axis=axes, keepdims=keepdims)
+        avg = P.div_p.bind(sum(multiply(a, weights), axis=axes, keepdims=keepdims), weight_sum)
+    if returned:
+        return avg, weight_sum
+    return avg
+
+
+def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    """Peak to peak: ``max - min`` over ``axis``.
+
+    Example::
+
+        jnp.ptp(jnp.array([[1, 5], [3, 2]]), axis=1)   # [4, 1]
+    """
+    _no_out(out)
+    check_arraylike("ptp", a)
+    return P.sub_p.bind(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis,
+                                                                  keepdims=keepdims))
+
+
+def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """The number of non-zero elements over ``axis`` (in the default integer type).
+
+    Example::
+
+        jnp.count_nonzero(jnp.array([[0, 1], [2, 3]]), axis=0)   # [1, 2]
+    """
+    check_arraylike("count_nonzero", a)
+    nonzero = convert(a, np.dtype(np.bool_))
+    return sum(convert(nonzero, dtypes.canonicalize_dtype(int)), axis=axis, keepdims=keepdims)

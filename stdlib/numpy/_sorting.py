@@ -1,5 +1,713 @@
-"""Sorting and searching in ``pyree.numpy``: sort, argsort, searchsorted, unique, nonzero,
-argwhere, median, quantile, percentile."""
+"""Sorting and searching in ``pyree.numpy``: sort, argsort, lexsort, searchsorted, unique,
+nonzero, flatnonzero, argwhere, median, quantile, percentile and their NaN-ignoring forms.
+
+Everything is composed from the ``sort`` primitive (transpiler/sorting.py) and the core
+primitives, so it runs eagerly, under ``jit``, ``grad`` and ``vmap`` alike. Selections whose
+length depends on the data (``unique``, ``nonzero``) are a stable sort of a key that puts the
+wanted positions first, cut to the count (eagerly) or to ``size=`` (under ``jit``).
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = [
+    "argsort", "argwhere", "flatnonzero", "lexsort", "median", "nanmedian", "nanpercentile",
+    "nanquantile", "nonzero", "percentile", "quantile", "searchsorted", "sort", "unique",
+]
+
+import builtins
+import math
+import operator
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from pyree import lax
+from pyree.errors import ConcretizationTypeError
+from pyree.runtime.array import Array
+from pyree.transpiler import primitives as P
+from pyree.transpiler import sorting
+from pyree.transpiler.source import where as _where
+from pyree.transpiler.trace import Tracer, get_aval
+
+from ._util import (canonical_axes, canonical_axis, check_arraylike, convert,
+                    promote_dtypes, promote_dtypes_inexact, typed_scalar)
+
+_I32 = np.dtype(np.int32)
+_BOOL = np.dtype(np.bool_)
+
+
+# -- small compositions ---------------------------------------------------------------------------
+
+def _array(name: str, a: Any) -> Any:
+    check_arraylike(name, a)
+    if isinstance(a, (bool, int, float, complex, np.generic)) or (
+            isinstance(a, np.ndarray) and a.ndim == 0):
+        from ._creation import asarray
+        return asarray(a)
+    return a
+
+
+def _sort(operands: Sequence[Any], dimension: int, num_keys: int = 1,
+          descending: bool = False) -> list:
+    return sorting.sort(operands, dimension, True, num_keys, descending)
+
+
+def _iota(shape: tuple, dimension: int, dtype: np.dtype = _I32) -> Any:
+    return P.iota_p.bind(dtype=dtype, shape=tuple(shape), dimension=dimension)
+
+
+def _ravel(x: Any) -> Any:
+    aval = get_aval(x)
+    return lax.reshape(x, (aval.size,))
+
+
+def _slice_last(x: Any, start: int, stop: int) -> Any:
+    shape = get_aval(x).shape
+    return lax.slice(x, (0,) * (len(shape) - 1) + (start,), shape[:-1] + (stop,))
+
+
+def _resize_last(x: Any, size: int) -> Any:
+    """``x`` (rank 1) cut or padded to ``size``; callers overwrite the padding."""
+    n = get_aval(x).shape[-1]
+    if size <= n:
+        return _slice_last(x, 0, size)
+    # Padded with x's own first element, not a constant: IREE 3.13 merges equal splats of two
+    # pads and then writes both arrays into one buffer.
+    fill = (lax.reshape(lax.slice(x, (0,), (1,)), ()) if n else
+            typed_scalar(0, get_aval(x).dtype))
+    return P.pad_p.bind(x, fill, padding_config=((0, size - n, 0),))
+
+
+def _isnan(x: Any) -> Any:
+    return P.ne_p.bind(x, x)
+
+
+def _less(a: Any, b: Any) -> Any:
+    """``a < b`` in the sort order (NaN after every number), elementwise with broadcasting."""
+    lt = P.lt_p.bind(a, b)
+    if P.kind(get_aval(a).dtype) == "f":
+        lt = P.or_p.bind(lt, P.and_p.bind(P.not_p.bind(_isnan(a)), _isnan(b)))
+    return lt
+
+
+def _not_equal_sorted(a: Any, b: Any, equal_nan: bool) -> Any:
+    ne = P.ne_p.bind(a, b)
+    if equal_nan and P.kind(get_aval(a).dtype) in "fc":
+        ne = P.and_p.bind(ne, P.not_p.bind(P.and_p.bind(_isnan(a), _isnan(b))))
+    return ne
+
+
+def _cumsum_last(x: Any) -> Any:
+    """Inclusive prefix sum along the last axis in log2(n) shifted additions."""
+    shape = get_aval(x).shape
+    n = shape[-1]
+    shift = 1
+    zero = typed_scalar(0, get_aval(x).dtype)
+    while shift < n:
+        config = [(0, 0, 0)] * (len(shape) - 1) + [(shift, -shift, 0)]
+        x = P.add_p.bind(x, P.pad_p.bind(x, zero, padding_config=tuple(config)))
+        shift *= 2
+    return x
+
+
+def _count(mask: Any, axes: tuple) -> Any:
+    return P.reduce_sum_p.bind(convert(mask, _I32), axes=axes)
+
+
+def _concrete_count(count: Any, name: str) -> int:
+    """The number of selected elements as a Python int; under jit ``size=`` must say it."""
+    if isinstance(count, Tracer):
+        raise ConcretizationTypeError(
+            f"jnp.{name}: the size of the result depends on the values of a traced array, "
+            f"which are only known when the compiled program runs.{_where(None)}\n"
+            f"Pass a static size=... argument (the result is cut or filled to that length) "
+            f"to use jnp.{name} inside jit, vmap or other transformations.")
+    return int(count)
+
+
+def _static_size(size: Any, name: str) -> Optional[int]:
+    if size is None:
+        return None
+    if isinstance(size, Tracer):
+        raise ConcretizationTypeError(f"jnp.{name}: size= must be a static integer, got a "
+                                      f"traced value{_where(None)}")
+    size = operator.index(size)
+    if size < 0:
+        raise ValueError(f"jnp.{name}: size= must be non-negative, got {size}{_where(None)}")
+    return size
+
+
+# -- sort, argsort, lexsort -----------------------------------------------------------------------
+
+def _sort_axis(a: Any, axis: Any, name: str) -> tuple[Any, int]:
+    if axis is None:
+        a = _ravel(a)
+        return a, 0
+    ndim = get_aval(a).ndim
+    if ndim == 0:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension 0")
+    return a, canonical_axis(operator.index(axis), ndim)
+
+
+def _check_order(order: Any, name: str) -> None:
+    if order is not None:
+        raise ValueError(f"jnp.{name}: the order argument (sorting structured arrays by field) "
+                         f"is not supported{_where(None)}")
+
+
+def sort(a: Any, axis: Optional[int] = -1, *, kind: Any = None, order: Any = None,
+         stable: bool = True, descending: bool = False) -> Any:
+    """A sorted copy of ``a`` along ``axis`` (flattened first if ``axis`` is None). NaNs sort
+    last (first with ``descending=True``); ``kind`` is accepted and ignored.
+
+    Example::
+
+        jnp.sort(jnp.array([3., jnp.nan, 1.]))      # [1., 3., nan]
+    """
+    _check_order(order, "sort")
+    a, axis = _sort_axis(_array("sort", a), axis, "sort")
+    return _sort([a], axis, descending=descending)[0]
+
+
+def argsort(a: Any, axis: Optional[int] = -1, *, kind: Any = None, order: Any = None,
+            stable: bool = True, descending: bool = False) -> Any:
+    """The int32 indices that sort ``a`` along ``axis`` (flattened first if ``axis`` is None).
+    The sort is stable: equal elements keep their order, also with ``descending=True``.
+
+    Example::
+
+        jnp.argsort(jnp.array([3, 1, 2]))     # [1, 2, 0]
+    """
+    _check_order(order, "argsort")
+    a, axis = _sort_axis(_array("argsort", a), axis, "argsort")
+    positions = _iota(get_aval(a).shape, axis)
+    return _sort([a, positions], axis, descending=descending)[1]
+
+
+def lexsort(keys: Any, axis: int = -1) -> Any:
+    """The int32 indices that sort by several keys: the last key is the primary one.
+
+    Example::
+
+        jnp.lexsort([jnp.array([1, 1, 0]), jnp.array([2, 1, 1])])     # [2, 1, 0]
+    """
+    if isinstance(keys, (Array, Tracer, np.ndarray)):
+        if get_aval(keys).ndim == 0:
+            raise TypeError(f"jnp.lexsort: need a sequence of keys with len > 0{_where(None)}")
+        keys = [keys[i] for i in range(get_aval(keys).shape[0])]
+    keys = list(keys)
+    if not keys:
+        raise TypeError(f"jnp.lexsort: need a sequence of keys with len > 0{_where(None)}")
+    check_arraylike("lexsort", *keys)
+    keys = [_array("lexsort", k) for k in keys]
+    from ._util import broadcast_shapes, broadcast_to_shape
+    shape = broadcast_shapes(*[get_aval(k).shape for k in keys])
+    if not shape:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension 0")
+    axis = canonical_axis(operator.index(axis), len(shape))
+    keys = [broadcast_to_shape(k, shape) for k in reversed(keys)]
+    return _sort(keys + [_iota(shape, axis)], axis, num_keys=len(keys))[-1]
+
+
+# -- searchsorted -----------------------------------------------------------------------------------
+
+_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+# Above this many comparisons, searchsorted counts over blocks of `a` in a loop.
+_SEARCH_BLOCK_ELEMENTS = 1 << 22
+
+
+def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
+                 method: str = "scan") -> Any:
+    """Where to insert ``v`` into the sorted 1-D ``a`` to keep it sorted: int32 indices of
+    ``v``'s shape. ``side='left'`` gives the first suitable position, ``'right'`` the last.
+    NaNs are ordered last, as ``sort`` places them.
+
+    Each index is a count of the elements of ``a`` before ``v`` (all ``method`` values compute
+    it so; the count does not depend on the order of ``a``, so ``sorter`` needs no gather).
+
+    Example::
+
+        jnp.searchsorted(jnp.array([1., 2., 3.]), jnp.array([2., 2.5]))    # [1, 2]
+    """
+    check_arraylike("searchsorted", a, v)
+    if side not in ("left", "right"):
+        raise ValueError(f"jnp.searchsorted: side must be 'left' or 'right', got {side!r}"
+                         f"{_where(None)}")
+    if method not in _SEARCH_METHODS:
+        raise ValueError(f"jnp.searchsorted: method must be one of {_SEARCH_METHODS}, got "
+                         f"{method!r}{_where(None)}")
+    a, v = _array("searchsorted", a), _array("searchsorted", v)
+    if get_aval(a).ndim != 1:
+        raise ValueError(f"jnp.searchsorted: a should be 1-dimensional, got shape "
+                         f"{get_aval(a).shape}{_where(None)}")
+    if sorter is not None:
+        check_arraylike("searchsorted", sorter)
+        if get_aval(sorter).shape != get_aval(a).shape:
+            raise ValueError(f"jnp.searchsorted: sorter must have the shape of a "
+                             f"{get_aval(a).shape}, got {get_aval(sorter).shape}{_where(None)}")
+    a, v = promote_dtypes(a, v)
+    if P.kind(get_aval(a).dtype) == "c":
+        raise TypeError(f"jnp.searchsorted does not support complex arrays{_where(None)}")
+    v_shape = get_aval(v).shape
+    n = get_aval(a).shape[0]
+    flat_v = lax.reshape(v, (math.prod(v_shape),))
+    m = get_aval(flat_v).shape[0]
+    if n == 0 or m == 0:
+        return P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=v_shape,
+                                         broadcast_dimensions=())
+
+    def count_before(block: Any, valid: Any = None) -> Any:
+        k = get_aval(block).shape[0]
+        rows = P.broadcast_in_dim_p.bind(block, shape=(k, m), broadcast_dimensions=(0,))
+        cols = P.broadcast_in_dim_p.bind(flat_v, shape=(k, m), broadcast_dimensions=(1,))
+        before = _less(rows, cols) if side == "left" else P.not_p.bind(_less(cols, rows))
+        if valid is not None:
+            before = P.and_p.bind(before, P.broadcast_in_dim_p.bind(
+                valid, shape=(k, m), broadcast_dimensions=(0,)))
+        return _count(before, (0,))
+
+    if n * m <= _SEARCH_BLOCK_ELEMENTS:
+        counts = count_before(a)
+    else:
+        # Bounded memory: add up the counts of blocks of `a` (the last block is masked).
+        block = builtins.max(1, _SEARCH_BLOCK_ELEMENTS // m)
+        blocks = -(-n // block)
+        padded = _resize_last(a, blocks * block)
+
+        def body(i: Any, total: Any) -> Any:
+            start = P.mul_p.bind(i, typed_scalar(block, _I32))
+            part = lax.dynamic_slice(padded, (start,), (block,))
+            valid = P.lt_p.bind(P.add_p.bind(_iota((block,), 0), start),
+                                typed_scalar(n, _I32))
+            return P.add_p.bind(total, count_before(part, valid))
+
+        zero = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(m,),
+                                         broadcast_dimensions=())
+        counts = lax.fori_loop(0, blocks, body, zero)
+    return lax.reshape(counts, v_shape)
+
+
+# -- unique -----------------------------------------------------------------------------------------
+
+def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: Optional[int] = None, *, equal_nan: bool = True,
+           size: Optional[int] = None, fill_value: Any = None, sorted: bool = True) -> Any:
+    """The sorted distinct elements of ``ar`` (of its slices along ``axis`` if given), and
+    optionally the index of each one's first occurrence, the inverse map and the counts.
+
+    The number of distinct elements depends on the data: under ``jit`` pass ``size=``; the
+    result is then cut or filled to ``size`` (values with ``fill_value``, by default the
+    smallest element; indices with the first one's; counts with 0).
+
+    Example::
+
+        jnp.unique(jnp.array([3, 1, 3, 2]))                 # [1, 2, 3]
+        jnp.unique(jnp.array([3, 1, 3, 2]), size=5)         # [1, 2, 3, 1, 1]
+    """
+    a = _array("unique", ar)
+    size = _static_size(size, "unique")
+    aval = get_aval(a)
+    if axis is None:
+        keys = [_ravel(a)]
+        n = aval.size
+        row_shape: tuple = ()
+        axis_ = None
+    else:
+        if aval.ndim == 0:
+            raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of "
+                                          f"dimension 0")
+        axis_ = canonical_axis(operator.index(axis), aval.ndim)
+        moved = lax.transpose(a, (axis_,) + tuple(d for d in range(aval.ndim) if d != axis_))
+        n = aval.shape[axis_]
+        row_shape = get_aval(moved).shape[1:]
+        rows = lax.reshape(moved, (n, math.prod(row_shape)))
+        keys = [lax.reshape(lax.slice(rows, (0, j), (n, j + 1)), (n,))
+                for j in range(math.prod(row_shape))]
+        if not keys:  # rows of no elements are all equal
+            keys = [P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(n,),
+                                              broadcast_dimensions=())]
+    if n == 0 and size and fill_value is None:
+        raise ValueError(f"jnp.unique: for zero-sized input with nonzero size argument, "
+                         f"fill_value must be specified{_where(None)}")
+    num_keys = len(keys)
+    positions = _iota((n,), 0)
+    *sorted_keys, permutation = _sort(keys + [positions], 0, num_keys=num_keys)
+    if n > 0:
+        differs = [_not_equal_sorted(lax.slice(k, (1,), (n,)), lax.slice(k, (0,), (n - 1,)),
+                                     equal_nan) for k in sorted_keys]
+        changed = differs[0]
+        for d in differs[1:]:
+            changed = P.or_p.bind(changed, d)
+        is_new = lax.concatenate([P.broadcast_in_dim_p.bind(True, shape=(1,),
+                                                           broadcast_dimensions=()), changed], 0)
+    else:
+        is_new = P.broadcast_in_dim_p.bind(True, shape=(0,), broadcast_dimensions=())
+    count = _count(is_new, (0,))
+    # The first element of each run, in order: a stable sort by "is not new" puts them first.
+    compacted = _sort([P.not_p.bind(is_new)] + sorted_keys + [permutation, positions], 0)
+    unique_keys = compacted[1:1 + num_keys]
+    first_index, starts = compacted[1 + num_keys], compacted[2 + num_keys]
+
+    counts = None
+    if return_counts and n:
+        # Each run's length: the next run's start (n after the last run) less its start.
+        following = P.pad_p.bind(starts, typed_scalar(n, _I32), padding_config=((-1, 1, 0),))
+        last = P.ge_p.bind(_iota((n,), 0), P.sub_p.bind(count, typed_scalar(1, _I32)))
+        following = P.select_p.bind(last, P.broadcast_in_dim_p.bind(
+            typed_scalar(n, _I32), shape=(n,), broadcast_dimensions=()), following)
+        counts = P.sub_p.bind(following, starts)
+
+    length = _concrete_count(count, "unique") if size is None else size
+    unique_keys = [_resize_last(k, length) for k in unique_keys]
+    first_index = _resize_last(first_index, length)
+    slot = _iota((length,), 0)
+    valid = P.lt_p.bind(slot, count)
+
+    def fill(values: Any, filler: Any) -> Any:
+        return P.select_p.bind(valid, values, filler) if size is not None else values
+
+    if fill_value is None:
+        values = [fill(k, lax.broadcast_in_dim(lax.slice(k, (0,), (1,)), (length,), (0,)))
+                  if length else k for k in unique_keys]
+    else:
+        filler = convert(_array("unique", fill_value), get_aval(unique_keys[0]).dtype)
+        if get_aval(filler).shape not in ((), row_shape):
+            raise ValueError(f"jnp.unique: fill_value must be a scalar or a row of shape "
+                             f"{row_shape}{_where(None)}")
+        if row_shape:
+            filler = _ravel(lax.broadcast_in_dim(filler, row_shape, tuple(range(
+                len(row_shape) - get_aval(filler).ndim, len(row_shape)))))
+        values = []
+        for j, k in enumerate(unique_keys):
+            f = lax.reshape(lax.slice(filler, (j,), (j + 1,)), ()) if row_shape else filler
+            values.append(fill(k, P.broadcast_in_dim_p.bind(f, shape=(length,),
+                                                            broadcast_dimensions=())))
+    if axis_ is None:
+        result = values[0]
+    else:
+        table = lax.concatenate([lax.reshape(v, (length, 1)) for v in values], 1)
+        table = lax.reshape(table, (length,) + row_shape)
+        perm = list(range(1, aval.ndim))
+        perm.insert(axis_, 0)
+        result = lax.transpose(table, tuple(perm))
+    outputs = [result]
+    if return_index:
+        if length:
+            first = lax.broadcast_in_dim(lax.slice(first_index, (0,), (1,)), (length,), (0,))
+            first_index = fill(first_index, first)
+        outputs.append(first_index)
+    if return_inverse:
+        run_id = P.sub_p.bind(_cumsum_last(convert(is_new, _I32)), typed_scalar(1, _I32))
+        inverse = _sort([permutation, run_id], 0)[1]
+        if axis_ is None:
+            inverse = lax.reshape(inverse, aval.shape)
+        outputs.append(inverse)
+    if return_counts:
+        zeros = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(length,),
+                                          broadcast_dimensions=())
+        outputs.append(zeros if counts is None else fill(_resize_last(counts, length), zeros))
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+# -- nonzero, flatnonzero, argwhere -------------------------------------------------------------------
+
+def _nonzero_flat(a: Any, size: Optional[int], name: str) -> tuple[Any, Any, int]:
+    """(flat indices of the nonzero elements cut/padded to the length, the count, length)."""
+    flat = _ravel(a)
+    aval = get_aval(flat)
+    n = aval.shape[0]
+    if aval.dtype == _BOOL:
+        mask = flat
+    else:
+        mask = P.ne_p.bind(flat, typed_scalar(0, aval.dtype))
+    count = _count(mask, (0,))
+    positions = _sort([P.not_p.bind(mask), _iota((n,), 0)], 0)[1]
+    length = _concrete_count(count, name) if size is None else size
+    return _resize_last(positions, length), count, length
+
+
+def _fill_values(fill_value: Any, ndim: int, name: str) -> list:
+    if fill_value is None:
+        return [0] * ndim
+    if isinstance(fill_value, (tuple, list)):
+        if len(fill_value) != ndim:
+            raise ValueError(f"jnp.{name}: fill_value must be a scalar or a tuple of length "
+                             f"{ndim}; got a sequence of length {len(fill_value)}{_where(None)}")
+        return list(fill_value)
+    if get_aval(fill_value).shape != ():
+        raise ValueError(f"jnp.{name}: fill_value must be a scalar or a tuple of length {ndim}; "
+                         f"got an array of shape {get_aval(fill_value).shape}{_where(None)}")
+    return [fill_value] * ndim
+
+
+def _unravel(flat_indices: Any, shape: tuple, count: Any, size: Optional[int], fills: list
+             ) -> list:
+    length = get_aval(flat_indices).shape[0]
+    valid = P.lt_p.bind(_iota((length,), 0), count)
+    out = []
+    for d, dim in enumerate(shape):
+        stride = math.prod(shape[d + 1:])
+        index = flat_indices
+        if stride > 1:
+            index = P.div_p.bind(index, typed_scalar(stride, _I32))
+        if d > 0 and dim > 1:
+            index = P.rem_p.bind(index, typed_scalar(dim, _I32))
+        elif d > 0 and dim <= 1:
+            index = P.mul_p.bind(index, typed_scalar(0, _I32))
+        if size is not None:
+            filler = P.broadcast_in_dim_p.bind(convert(_array("nonzero", fills[d]), _I32),
+                                               shape=(length,), broadcast_dimensions=())
+            index = P.select_p.bind(valid, index, filler)
+        out.append(index)
+    return out
+
+
+def nonzero(a: Any, *, size: Optional[int] = None, fill_value: Any = None) -> tuple:
+    """The int32 indices of the nonzero elements of ``a``, one array per dimension. Under
+    ``jit`` pass ``size=``: the result is cut or filled (with ``fill_value``, default 0) to it.
+
+    Example::
+
+        jnp.nonzero(jnp.array([0, 3, 0, 4]))                # (Array([1, 3]),)
+        jnp.nonzero(jnp.array([0, 3, 0, 4]), size=3)        # (Array([1, 3, 0]),)
+    """
+    a = _array("nonzero", a)
+    size = _static_size(size, "nonzero")
+    shape = get_aval(a).shape
+    if not shape:
+        raise ValueError(f"Calling nonzero on 0d arrays is not allowed. Use "
+                         f"jnp.atleast_1d(scalar).nonzero() instead.{_where(None)}")
+    fills = _fill_values(fill_value, len(shape), "nonzero")
+    flat, count, _ = _nonzero_flat(a, size, "nonzero")
+    return tuple(_unravel(flat, shape, count, size, fills))
+
+
+def flatnonzero(a: Any, *, size: Optional[int] = None, fill_value: Any = None) -> Any:
+    """The int32 indices of the nonzero elements of ``a`` flattened (``size=`` as in
+    ``nonzero``).
+
+    Example::
+
+        jnp.flatnonzero(jnp.array([[0, 1], [2, 0]]))     # [1, 2]
+    """
+    a = _array("flatnonzero", a)
+    return nonzero(_ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a: Any, *, size: Optional[int] = None, fill_value: Any = None) -> Any:
+    """The int32 indices of the nonzero elements of ``a`` as rows of an array of shape
+    ``(count, a.ndim)`` (``size=`` as in ``nonzero``).
+
+    Example::
+
+        jnp.argwhere(jnp.array([[0, 1], [2, 0]]))     # [[0, 1], [1, 0]]
+    """
+    a = _array("argwhere", a)
+    size = _static_size(size, "argwhere")
+    shape = get_aval(a).shape
+    fills = _fill_values(fill_value, builtins.max(len(shape), 1), "argwhere")
+    flat, count, length = _nonzero_flat(a, size, "argwhere")
+    if not shape:
+        return P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(length, 0),
+                                         broadcast_dimensions=())
+    columns = _unravel(flat, shape, count, size, fills)
+    return lax.concatenate([lax.reshape(c, (length, 1)) for c in columns], 1)
+
+
+# -- quantiles --------------------------------------------------------------------------------------
+
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _take_last(x: Any, index: Any) -> Any:
+    """``x[..., index]`` per element, ``index`` (int32) of ``x``'s shape less the last axis, by
+    a one-hot selection (no gather): ``select`` keeps gradients exact and NaN-safe."""
+    shape = get_aval(x).shape
+    hit = P.eq_p.bind(_iota(shape, len(shape) - 1),
+                      P.broadcast_in_dim_p.bind(index, shape=shape,
+                                                broadcast_dimensions=tuple(range(len(shape) - 1))))
+    zero = typed_scalar(0, get_aval(x).dtype)
+    return P.reduce_sum_p.bind(P.select_p.bind(hit, x, zero), axes=(len(shape) - 1,))
+
+
+def _quantile(name: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
+              ignore_nan: bool, out: Any = None, overwrite_input: bool = False,
+              weights: Any = None, scale: float = 1.0) -> Any:
+    check_arraylike(name, a, q)
+    if out is not None:
+        raise NotImplementedError(f"jnp.{name}: the out argument is not supported (pyree "
+                                  f"arrays are immutable){_where(None)}")
+    if weights is not None:
+        raise NotImplementedError(f"jnp.{name}: weights= is not supported{_where(None)}")
+    if method not in _METHODS:
+        raise ValueError(f"jnp.{name}: method must be one of {_METHODS}, got {method!r}"
+                         f"{_where(None)}")
+    if isinstance(q, (int, float, np.ndarray, np.generic, list, tuple)) and not isinstance(q, bool):
+        q_np = np.asarray(q, dtype=np.float64) / scale
+        if q_np.size and not (np.all(q_np >= 0) and np.all(q_np <= 1)):
+            bounds = "[0, 100]" if scale != 1.0 else "[0, 1]"
+            raise ValueError(f"jnp.{name}: q must be in the range {bounds}{_where(None)}")
+    a = _array(name, a)
+    (a,) = promote_dtypes_inexact(a)
+    dtype = get_aval(a).dtype
+    if P.kind(dtype) == "c":
+        raise TypeError(f"jnp.{name} does not support complex arrays{_where(None)}")
+    a = convert(a, dtype)  # strongly typed, as in JAX
+    q = convert(_array(name, q), dtype)
+    if scale != 1.0:
+        q = P.div_p.bind(q, typed_scalar(scale, dtype))
+    aval = get_aval(a)
+    axes = canonical_axes(axis, aval.ndim)
+    kept = tuple(d for d in range(aval.ndim) if d not in axes)
+    kept_shape = tuple(aval.shape[d] for d in kept)
+    n = math.prod(aval.shape[d] for d in axes)
+    x = lax.reshape(lax.transpose(a, kept + axes), kept_shape + (n,))
+    q_shape = get_aval(q).shape
+    out_shape = q_shape + kept_shape
+    if n == 0:
+        result = P.broadcast_in_dim_p.bind(typed_scalar(np.nan, dtype), shape=out_shape,
+                                           broadcast_dimensions=())
+    else:
+        result = _quantile_rows(x, q, n, method, ignore_nan, dtype)
+    if keepdims:
+        full = q_shape + tuple(1 if d in axes else aval.shape[d] for d in range(aval.ndim))
+        result = lax.reshape(result, full)
+    return result
+
+
+def _quantile_rows(x: Any, q: Any, n: int, method: str, ignore_nan: bool, dtype: np.dtype
+                   ) -> Any:
+    """Quantiles ``q`` (any shape) of the rows (last axis, length ``n > 0``) of ``x``: the
+    result has shape ``q.shape + x.shape[:-1]``."""
+    rows_shape = get_aval(x).shape[:-1]
+    q_shape = get_aval(q).shape
+    out_shape = q_shape + rows_shape
+    nq, nr = len(q_shape), len(rows_shape)
+    sorted_x = _sort([x], len(rows_shape))[0]
+    nan_rows = P.reduce_or_p.bind(_isnan(x), axes=(nr,))
+    if ignore_nan:
+        valid = P.convert_element_type_p.bind(_count(P.not_p.bind(_isnan(x)), (nr,)),
+                                              new_dtype=dtype, weak_type=False)
+        last = P.broadcast_in_dim_p.bind(P.sub_p.bind(valid, typed_scalar(1, dtype)),
+                                         shape=out_shape,
+                                         broadcast_dimensions=tuple(range(nq, nq + nr)))
+    else:
+        last = P.broadcast_in_dim_p.bind(typed_scalar(n - 1, dtype), shape=out_shape,
+                                         broadcast_dimensions=())
+    q_full = P.broadcast_in_dim_p.bind(q, shape=out_shape, broadcast_dimensions=tuple(range(nq)))
+    position = P.max_p.bind(P.mul_p.bind(q_full, last), typed_scalar(0, dtype))
+    table = P.broadcast_in_dim_p.bind(sorted_x, shape=out_shape + (n,),
+                                      broadcast_dimensions=tuple(range(nq, nq + nr + 1)))
+
+    def at(pos: Any) -> Any:
+        index = P.convert_element_type_p.bind(pos, new_dtype=_I32, weak_type=False)
+        index = P.min_p.bind(P.max_p.bind(index, typed_scalar(0, _I32)), typed_scalar(n - 1, _I32))
+        return _take_last(table, index)
+
+    below = P.floor_p.bind(position)
+    above = P.ceil_p.bind(position)
+    if method == "lower":
+        result = at(below)
+    elif method == "higher":
+        result = at(above)
+    elif method == "nearest":
+        result = at(P.round_p.bind(position, rounding_method=1))  # ties to even, as NumPy
+    else:
+        low, high = at(below), at(above)
+        if method == "midpoint":
+            result = P.mul_p.bind(P.add_p.bind(low, high), typed_scalar(0.5, dtype))
+        else:
+            # NumPy's interpolation: from the nearer end, so that t = 0 and t = 1 are exact.
+            t = P.sub_p.bind(position, below)
+            step = P.sub_p.bind(high, low)
+            from_low = P.add_p.bind(low, P.mul_p.bind(step, t))
+            from_high = P.sub_p.bind(high, P.mul_p.bind(step, P.sub_p.bind(
+                typed_scalar(1, dtype), t)))
+            result = P.select_p.bind(P.ge_p.bind(t, typed_scalar(0.5, dtype)), from_high,
+                                     from_low)
+    nan = typed_scalar(np.nan, dtype)
+    if ignore_nan:
+        empty = P.broadcast_in_dim_p.bind(P.eq_p.bind(valid, typed_scalar(0, dtype)),
+                                          shape=out_shape,
+                                          broadcast_dimensions=tuple(range(nq, nq + nr)))
+        return P.select_p.bind(empty, P.broadcast_in_dim_p.bind(
+            nan, shape=out_shape, broadcast_dimensions=()), result)
+    poisoned = P.broadcast_in_dim_p.bind(nan_rows, shape=out_shape,
+                                         broadcast_dimensions=tuple(range(nq, nq + nr)))
+    return P.select_p.bind(poisoned, P.broadcast_in_dim_p.bind(
+        nan, shape=out_shape, broadcast_dimensions=()), result)
+
+
+def quantile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, weights: Any = None) -> Any:
+    """The ``q``-th quantiles (``q`` in [0, 1], a scalar or an array) of ``a`` over ``axis``
+    (an int, a tuple, or None for all). ``method``: 'linear', 'lower', 'higher', 'midpoint'
+    or 'nearest'. The result's leading axes are ``q``'s. NaN anywhere in a slice gives NaN.
+
+    Example::
+
+        jnp.quantile(jnp.array([1., 2., 3., 4.]), 0.25)            # 1.75
+        jnp.quantile(jnp.array([1., 2., 3., 4.]), jnp.array([0., 1.]))   # [1., 4.]
+    """
+    return _quantile("quantile", a, q, axis, method, keepdims, False, out, overwrite_input,
+                     weights)
+
+
+def percentile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False, *, weights: Any = None) -> Any:
+    """The ``q``-th percentiles (``q`` in [0, 100]) of ``a`` over ``axis``: ``quantile`` of
+    ``q / 100``.
+
+    Example::
+
+        jnp.percentile(jnp.array([1., 2., 3., 4.]), 50)     # 2.5
+    """
+    return _quantile("percentile", a, q, axis, method, keepdims, False, out, overwrite_input,
+                     weights, scale=100.0)
+
+
+def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Any:
+    """The median of ``a`` over ``axis`` (the mean of the two middle elements for an even
+    count).
+
+    Example::
+
+        jnp.median(jnp.array([3., 1., 2., 5.]))     # 2.5
+    """
+    return _quantile("median", a, 0.5, axis, "midpoint", keepdims, False, out, overwrite_input)
+
+
+def nanquantile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
+                method: str = "linear", keepdims: bool = False) -> Any:
+    """``quantile`` ignoring NaNs (NaN only where a slice is all NaN).
+
+    Example::
+
+        jnp.nanquantile(jnp.array([1., jnp.nan, 3.]), 0.5)    # 2.
+    """
+    return _quantile("nanquantile", a, q, axis, method, keepdims, True, out, overwrite_input)
+
+
+def nanpercentile(a: Any, q: Any, axis: Any = None, out: None = None,
+                  overwrite_input: bool = False, method: str = "linear",
+                  keepdims: bool = False) -> Any:
+    """``percentile`` ignoring NaNs.
+
+    Example::
+
+        jnp.nanpercentile(jnp.array([1., jnp.nan, 3.]), 50)    # 2.
+    """
+    return _quantile("nanpercentile", a, q, axis, method, keepdims, True, out, overwrite_input,
+                     scale=100.0)
+
+
+def nanmedian(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
+              keepdims: bool = False) -> Any:
+    """``median`` ignoring NaNs.
+
+    Example::
+
+        jnp.nanmedian(jnp.array([1., jnp.nan, 3.]))    # 2.
+    """
+    return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True, out,
+                     overwrite_input)

@@ -10,9 +10,17 @@ __all__ = [
     "not_equal", "positive", "power", "reciprocal", "remainder", "right_shift", "rint", "round",
     "rsqrt", "sign", "sin", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc",
     "where",
+    # elementwise math beyond the basics
+    "acos", "acosh", "allclose", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
+    "arctanh", "array_equal", "array_equiv", "asin", "asinh", "atan", "atan2", "atanh", "conj",
+    "conjugate", "copysign", "cosh", "deg2rad", "degrees", "divmod", "exp2", "fabs",
+    "float_power", "fmax", "fmin", "frexp", "gcd", "heaviside", "hypot", "imag", "iscomplex",
+    "isclose", "isneginf", "isposinf", "isreal", "lcm", "ldexp", "log10", "log2", "logaddexp",
+    "logaddexp2", "modf", "nan_to_num", "nextafter", "pow", "rad2deg", "radians", "real",
+    "signbit", "sinc", "sinh", "spacing",
 ]
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -20,7 +28,7 @@ from pyree import dtypes, lax
 from pyree.transpiler import primitives as P
 from pyree.transpiler.trace import get_aval
 
-from ._util import (PY_SCALARS, broadcast_operands, check_arraylike, convert,
+from ._util import (broadcast_operands, check_arraylike, convert,
                     promote_dtypes, promote_dtypes_inexact, promote_dtypes_numeric, typed_scalar)
 
 
@@ -529,3 +537,676 @@ def erf(x: Any) -> Any:
     check_arraylike("erf", x)
     (x,) = promote_dtypes_inexact(x)
     return P.erf_p.bind(x)
+
+
+# -- more elementwise math (inverse trigonometric, hyperbolic, exponentials, float bits) -------
+
+def _real_inexact(name: str, *args: Any) -> list:
+    """Arguments promoted to their common inexact dtype, which must be real: these
+    compositions do not cover complex numbers yet."""
+    check_arraylike(name, *args)
+    args = promote_dtypes_inexact(*args)
+    dtype = get_aval(args[0]).dtype
+    if dtype.kind == "c":
+        raise TypeError(f"jnp.{name} does not support complex inputs in pyree yet (got "
+                        f"{dtype.name}){_where_loc()}")
+    return list(broadcast_operands(*args)) if len(args) > 1 else args
+
+
+def _where_loc() -> str:
+    from pyree.transpiler.source import where as _where
+    return _where(None)
+
+
+def _inexact_unary(name: str, lax_fn: Callable, summary: str, example: str) -> Callable:
+    def fn(x: Any) -> Any:
+        (x,) = _real_inexact(name, x)
+        return lax_fn(x)
+    fn.__name__ = name
+    return _doc(fn, summary, example)
+
+
+exp2 = _inexact_unary("exp2", lax.exp2, "``2 ** x`` elementwise (exact for integer x).",
+                      "jnp.exp2(jnp.array([3.0, 0.5]))   # [8., 1.4142135]")
+arcsin = _inexact_unary("arcsin", lax.asin, "Inverse sine, elementwise; NaN outside [-1, 1].",
+                        "jnp.arcsin(jnp.array([1.0]))   # [1.5707964]")
+arccos = _inexact_unary("arccos", lax.acos, "Inverse cosine, elementwise; NaN outside [-1, 1].",
+                        "jnp.arccos(jnp.array([-1.0]))   # [3.1415927]")
+arctan = _inexact_unary("arctan", lax.atan, "Inverse tangent, elementwise.",
+                        "jnp.arctan(jnp.array([1.0]))   # [0.7853982]")
+sinh = _inexact_unary("sinh", lax.sinh, "Hyperbolic sine, elementwise.",
+                      "jnp.sinh(jnp.array([1.0]))   # [1.1752012]")
+cosh = _inexact_unary("cosh", lax.cosh, "Hyperbolic cosine, elementwise.",
+                      "jnp.cosh(jnp.array([1.0]))   # [1.5430806]")
+arcsinh = _inexact_unary("arcsinh", lax.asinh, "Inverse hyperbolic sine, elementwise.",
+                         "jnp.arcsinh(jnp.array([1.0]))   # [0.8813736]")
+arccosh = _inexact_unary("arccosh", lax.acosh,
+                         "Inverse hyperbolic cosine, elementwise; NaN below 1.",
+                         "jnp.arccosh(jnp.array([2.0]))   # [1.316958]")
+arctanh = _inexact_unary("arctanh", lax.atanh,
+                         "Inverse hyperbolic tangent, elementwise; +-inf at +-1.",
+                         "jnp.arctanh(jnp.array([0.5]))   # [0.5493061]")
+# NumPy 2's names.
+asin, acos, atan = arcsin, arccos, arctan
+asinh, acosh, atanh = arcsinh, arccosh, arctanh
+atan2 = arctan2
+pow = power
+
+
+def _scaled_log(name: str, log_base: float, example: str) -> Callable:
+    def fn(x: Any) -> Any:
+        check_arraylike(name, x)
+        (x,) = promote_dtypes_inexact(x)
+        # Dividing by the rounded log(base) makes exact powers of the base come out exact.
+        return P.div_p.bind(P.log_p.bind(x), typed_scalar(log_base, get_aval(x).dtype))
+    fn.__name__ = name
+    return _doc(fn, f"Base-{name[3:]} logarithm, elementwise.", example)
+
+
+log2 = _scaled_log("log2", np.log(2), "jnp.log2(jnp.array([8.0]))   # [3.]")
+log10 = _scaled_log("log10", np.log(10), "jnp.log10(jnp.array([100.0]))   # [2.]")
+
+
+def _scaled(name: str, factor: float, summary: str, example: str) -> Callable:
+    def fn(x: Any) -> Any:
+        check_arraylike(name, x)
+        (x,) = promote_dtypes_inexact(x)
+        return P.mul_p.bind(x, typed_scalar(factor, get_aval(x).dtype))
+    fn.__name__ = name
+    return _doc(fn, summary, example)
+
+
+deg2rad = _scaled("deg2rad", np.pi / 180, "Degrees to radians.",
+                  "jnp.deg2rad(jnp.array([180.0]))   # [3.1415927]")
+rad2deg = _scaled("rad2deg", 180 / np.pi, "Radians to degrees.",
+                  "jnp.rad2deg(jnp.array([jnp.pi]))   # [180.]")
+radians, degrees = deg2rad, rad2deg
+
+
+def _full_bool(x: Any, value: bool) -> Any:
+    return lax.full(get_aval(x).shape, value, np.bool_)
+
+
+def signbit(x: Any) -> Any:
+    """True where the sign bit is set (including -0.0); for integers, ``x < 0``.
+
+    Example::
+
+        jnp.signbit(jnp.array([-1.0, -0.0, 0.0]))   # [ True,  True, False]
+    """
+    check_arraylike("signbit", x)
+    dtype = get_aval(x).dtype
+    if dtype == np.bool_ or dtype.kind == "u":
+        return _full_bool(x, False)
+    if dtype.kind == "i":
+        return P.lt_p.bind(x, typed_scalar(0, dtype))
+    if dtype.kind == "c":
+        raise TypeError(f"jnp.signbit does not support complex inputs{_where_loc()}")
+    from pyree._lax_special import sign_bit
+    return sign_bit(x)
+
+
+def copysign(x1: Any, x2: Any) -> Any:
+    """``|x1|`` with the sign of ``x2`` (its sign bit: -0.0 counts as negative).
+
+    Example::
+
+        jnp.copysign(jnp.array([1.0, 2.0]), jnp.array([-0.0, 3.0]))   # [-1.,  2.]
+    """
+    x1, x2 = _real_inexact("copysign", x1, x2)
+    from pyree._lax_special import sign_bit
+    magnitude = P.abs_p.bind(x1)
+    return P.select_p.bind(sign_bit(x2), P.neg_p.bind(magnitude), magnitude)
+
+
+def fabs(x: Any) -> Any:
+    """``|x|`` as a float (integers are promoted).
+
+    Example::
+
+        jnp.fabs(jnp.array([-2, 3]))   # [2., 3.]
+    """
+    (x,) = _real_inexact("fabs", x)
+    return P.abs_p.bind(x)
+
+
+def float_power(x: Any, y: Any) -> Any:
+    """``x ** y`` in the inexact type of the operands (float32 for integers unless x64 is on).
+
+    Example::
+
+        jnp.float_power(jnp.array([2, 4]), -1)   # [0.5 , 0.25]
+    """
+    check_arraylike("float_power", x, y)
+    x, y = promote_dtypes_inexact(x, y)
+    x, y = broadcast_operands(x, y)
+    return P.pow_p.bind(x, y)
+
+
+def hypot(x1: Any, x2: Any) -> Any:
+    """``sqrt(x1**2 + x2**2)`` without intermediate overflow or underflow.
+
+    Example::
+
+        jnp.hypot(jnp.array([3.0, 3e30]), jnp.array([4.0, 4e30]))   # [5., 5e30]
+    """
+    x1, x2 = _real_inexact("hypot", x1, x2)
+    a, b = P.abs_p.bind(x1), P.abs_p.bind(x2)
+    big, small = P.max_p.bind(a, b), P.min_p.bind(a, b)
+    dtype = get_aval(big).dtype
+    zero, one = typed_scalar(0, dtype), typed_scalar(1, dtype)
+    # big * sqrt(1 + (small/big)**2); big == 0 gives 0 (a safe divisor keeps gradients finite).
+    safe_big = P.select_p.bind(P.eq_p.bind(big, zero), _ones_like(big), big)
+    ratio = P.div_p.bind(small, safe_big)
+    result = P.mul_p.bind(big, P.sqrt_p.bind(P.add_p.bind(one, P.mul_p.bind(ratio, ratio))))
+    inf = typed_scalar(np.inf, dtype)
+    # An infinite operand gives inf, even with a NaN one (C99).
+    return P.select_p.bind(P.or_p.bind(P.eq_p.bind(a, inf), P.eq_p.bind(b, inf)),
+                           _full_like(result, np.inf), result)
+
+
+def _ones_like(x: Any) -> Any:
+    return _full_like(x, 1)
+
+
+def _full_like(x: Any, value: Any) -> Any:
+    aval = get_aval(x)
+    return lax.full(aval.shape, typed_scalar(value, aval.dtype, aval.weak_type))
+
+
+def logaddexp(x1: Any, x2: Any) -> Any:
+    """``log(exp(x1) + exp(x2))`` without overflow.
+
+    Example::
+
+        jnp.logaddexp(jnp.array([0.0]), jnp.array([0.0]))   # [0.6931472]
+    """
+    x1, x2 = _real_inexact("logaddexp", x1, x2)
+    return _logaddexp_base(x1, x2, P.exp_p.bind, None)
+
+
+def logaddexp2(x1: Any, x2: Any) -> Any:
+    """``log2(2**x1 + 2**x2)`` without overflow.
+
+    Example::
+
+        jnp.logaddexp2(jnp.array([1.0]), jnp.array([1.0]))   # [2.]
+    """
+    x1, x2 = _real_inexact("logaddexp2", x1, x2)
+    return _logaddexp_base(x1, x2, lax.exp2, np.log(2))
+
+
+def _logaddexp_base(x1: Any, x2: Any, exp_fn: Callable, log_base: Optional[float]) -> Any:
+    dtype = get_aval(x1).dtype
+    biggest = P.max_p.bind(x1, x2)
+    delta = P.sub_p.bind(x1, x2)
+    # delta is NaN for two infinities of one sign (and for NaNs): then x1 + x2 is right.
+    nan_delta = P.ne_p.bind(delta, delta)
+    safe_delta = P.select_p.bind(nan_delta, _full_like(delta, 0), delta)
+    correction = P.log1p_p.bind(exp_fn(P.neg_p.bind(P.abs_p.bind(safe_delta))))
+    if log_base is not None:  # divided, so that logaddexp2(x, x) is exactly x + 1
+        correction = P.div_p.bind(correction, typed_scalar(log_base, dtype))
+    return P.select_p.bind(nan_delta, P.add_p.bind(x1, x2), P.add_p.bind(biggest, correction))
+
+
+# Maclaurin series of sinc to degree 8: used at x == 0 so that derivatives of every order up
+# to 8 are right there (sin(pi x) / (pi x) has none at 0).
+_SINC_SERIES = tuple((-1) ** k * np.pi ** (2 * k) / float(np.prod(np.arange(1, 2 * k + 2)))
+                     for k in range(5))
+
+
+def sinc(x: Any) -> Any:
+    """``sin(pi x) / (pi x)``, 1 at 0 (NumPy's normalized sinc).
+
+    Example::
+
+        jnp.sinc(jnp.array([0.0, 0.5]))   # [1., 0.63661975]
+    """
+    (x,) = _real_inexact("sinc", x)
+    dtype = get_aval(x).dtype
+    is_zero = P.eq_p.bind(x, typed_scalar(0, dtype))
+    safe = P.select_p.bind(is_zero, _ones_like(x), x)
+    pi_x = P.mul_p.bind(safe, typed_scalar(np.pi, dtype))
+    ratio = P.div_p.bind(P.sin_p.bind(pi_x), pi_x)
+    x2 = P.mul_p.bind(x, x)
+    series = typed_scalar(_SINC_SERIES[-1], dtype)
+    for c in reversed(_SINC_SERIES[:-1]):
+        series = P.add_p.bind(P.mul_p.bind(series, x2), typed_scalar(c, dtype))
+    return P.select_p.bind(is_zero, series, ratio)
+
+
+def heaviside(x1: Any, x2: Any) -> Any:
+    """The Heaviside step: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``.
+
+    Example::
+
+        jnp.heaviside(jnp.array([-1.0, 0.0, 2.0]), 0.5)   # [0. , 0.5, 1. ]
+    """
+    x1, x2 = _real_inexact("heaviside", x1, x2)
+    dtype = get_aval(x1).dtype
+    zero = typed_scalar(0, dtype)
+    step = P.select_p.bind(P.gt_p.bind(x1, zero), _ones_like(x1), _full_like(x1, 0))
+    # Operands are of one shape or rank 0 (which select broadcasts).
+    step = P.select_p.bind(P.eq_p.bind(x1, zero), x2, step)
+    return P.select_p.bind(P.ne_p.bind(x1, x1), x1, step)
+
+
+def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
+               neginf: Any = None) -> Any:
+    """NaN replaced by ``nan``, +inf by ``posinf`` (default: the largest float), -inf by
+    ``neginf`` (default: the most negative float). Integers are returned unchanged.
+
+    Example::
+
+        jnp.nan_to_num(jnp.array([jnp.nan, jnp.inf, 1.0]))   # [0., 3.4028235e+38, 1.]
+    """
+    del copy
+    check_arraylike("nan_to_num", x)
+    aval = get_aval(x)
+    dtype = aval.dtype
+    if dtype.kind in "biu":
+        return x
+    if dtype.kind == "c":
+        re = nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf)
+        im = nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf)
+        return lax.complex(re, im)
+    info = dtypes.finfo(dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = P.select_p.bind(P.ne_p.bind(x, x), _full_like(x, nan), x)
+    out = P.select_p.bind(P.eq_p.bind(x, typed_scalar(np.inf, dtype)), _full_like(x, posinf), out)
+    return P.select_p.bind(P.eq_p.bind(x, typed_scalar(-np.inf, dtype)), _full_like(x, neginf),
+                           out)
+
+
+def fmax(x1: Any, x2: Any) -> Any:
+    """Elementwise maximum that ignores NaN (NaN only where both are NaN).
+
+    Example::
+
+        jnp.fmax(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))   # [1., 2.]
+    """
+    return _nan_ignoring("fmax", P.max_p, x1, x2)
+
+
+def fmin(x1: Any, x2: Any) -> Any:
+    """Elementwise minimum that ignores NaN.
+
+    Example::
+
+        jnp.fmin(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))   # [1., 2.]
+    """
+    return _nan_ignoring("fmin", P.min_p, x1, x2)
+
+
+def _nan_ignoring(name: str, prim, x1: Any, x2: Any) -> Any:
+    check_arraylike(name, x1, x2)
+    x1, x2 = promote_dtypes(x1, x2)
+    x1, x2 = broadcast_operands(x1, x2)
+    result = prim.bind(x1, x2)
+    if get_aval(x1).dtype.kind in "biu":
+        return result
+    result = P.select_p.bind(P.ne_p.bind(x1, x1), _as_shape(x2, result), result)
+    return P.select_p.bind(P.ne_p.bind(x2, x2), _as_shape(x1, result), result)
+
+
+def _as_shape(x: Any, like: Any) -> Any:
+    shape = get_aval(like).shape
+    return x if get_aval(x).shape == shape else lax.broadcast_in_dim(x, shape, ())
+
+
+def ldexp(x1: Any, x2: Any) -> Any:
+    """``x1 * 2**x2`` for integer ``x2``, exactly.
+
+    Example::
+
+        jnp.ldexp(jnp.array([1.5]), jnp.array([3]))   # [12.]
+    """
+    check_arraylike("ldexp", x1, x2)
+    if get_aval(x2).dtype.kind not in "iu" and not isinstance(x2, int):
+        raise TypeError(f"jnp.ldexp needs an integer exponent, got {get_aval(x2).dtype.name}"
+                        f"{_where_loc()}")
+    (x1,) = _real_inexact("ldexp", x1)
+    dtype = get_aval(x1).dtype
+    # Exponents beyond +-2**16 are as good as infinite (and convert exactly).
+    n = clip(x2, -(1 << 16), 1 << 16)
+    n = convert(n, dtype)
+    x1, n = broadcast_operands(x1, n)
+    from pyree._lax_special import scale_by_power_of_two
+    result = scale_by_power_of_two(x1, n)
+    # 0, inf and NaN keep their value (inf * 2**-k would still be inf, 0 * 2**k 0: these just
+    # avoid inf * 0 when a factor underflows).
+    special = P.or_p.bind(P.eq_p.bind(x1, typed_scalar(0, dtype)),
+                          P.not_p.bind(P.is_finite_p.bind(x1)))
+    return P.select_p.bind(special, _as_shape(x1, result), result)
+
+
+def frexp(x: Any) -> tuple:
+    """``(mantissa, exponent)`` with ``x = mantissa * 2**exponent`` and ``0.5 <= |mantissa| <
+    1`` (``(x, 0)`` for 0, inf and NaN; subnormal inputs count as 0, as the CPU flushes them).
+
+    Example::
+
+        jnp.frexp(jnp.array([8.0, 0.75]))   # ([0.5, 0.75], [4, 0])
+    """
+    (x,) = _real_inexact("frexp", x)
+    dtype = get_aval(x).dtype
+    info = np.finfo(dtype)
+    mant_bits, bias = int(info.nmant), int(info.maxexp) - 1
+    int_dtype = np.dtype(f"int{8 * dtype.itemsize}")
+    from pyree._lax_special import bitcast_convert_type
+    bits = bitcast_convert_type(x, int_dtype)
+    exp_mask = typed_scalar(((1 << (8 * dtype.itemsize - 1 - mant_bits)) - 1) << mant_bits,
+                            int_dtype)
+    biased = P.shift_right_logical_p.bind(P.and_p.bind(bits, exp_mask),
+                                          typed_scalar(mant_bits, int_dtype))
+    exponent = P.sub_p.bind(biased, typed_scalar(bias - 1, int_dtype))
+    mantissa_bits = P.or_p.bind(P.and_p.bind(bits, P.not_p.bind(exp_mask)),
+                                typed_scalar((bias - 1) << mant_bits, int_dtype))
+    mantissa = bitcast_convert_type(mantissa_bits, dtype)
+    special = P.or_p.bind(P.eq_p.bind(biased, typed_scalar(0, int_dtype)),
+                          P.not_p.bind(P.is_finite_p.bind(x)))
+    mantissa = P.select_p.bind(special, x, mantissa)
+    exponent = P.select_p.bind(special, _full_like(exponent, 0), exponent)
+    return mantissa, convert(exponent, np.dtype(np.int32))
+
+
+def modf(x: Any) -> tuple:
+    """``(fractional part, integral part)``, both with the sign of ``x``.
+
+    Example::
+
+        jnp.modf(jnp.array([2.5, -0.5]))   # ([0.5, -0.5], [2., -0.])
+    """
+    (x,) = _real_inexact("modf", x)
+    whole = trunc(x)
+    # The fraction has x's sign (-1.0 gives -0.0); for +-inf it is a zero (inf - inf is NaN).
+    infinite = P.eq_p.bind(P.abs_p.bind(x), typed_scalar(np.inf, get_aval(x).dtype))
+    frac = P.select_p.bind(infinite, _full_like(x, 0), P.sub_p.bind(x, whole))
+    return copysign(frac, x), whole
+
+
+def divmod(x1: Any, x2: Any) -> tuple:
+    """``(x1 // x2, x1 % x2)`` (floor division and the remainder with the sign of x2).
+
+    Example::
+
+        jnp.divmod(jnp.array([7, -7]), 2)   # ([ 3, -4], [1, 1])
+    """
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def spacing(x: Any) -> Any:
+    """The distance from ``x`` to the next float away from zero, with x's sign.
+
+    Example::
+
+        jnp.spacing(jnp.array([1.0]))   # [1.1920929e-07]
+    """
+    (x,) = _real_inexact("spacing", x)
+    from pyree._lax_special import sign_bit
+    away = P.select_p.bind(sign_bit(x), _full_like(x, -np.inf), _full_like(x, np.inf))
+    return P.sub_p.bind(lax.nextafter(x, away), x)
+
+
+def nextafter(x1: Any, x2: Any) -> Any:
+    """The next float after ``x1`` towards ``x2``.
+
+    Example::
+
+        jnp.nextafter(jnp.array([1.0]), 2.0)   # [1.0000001]
+    """
+    x1, x2 = _real_inexact("nextafter", x1, x2)
+    return lax.nextafter(x1, x2)
+
+
+def isneginf(x: Any) -> Any:
+    """True where ``x`` is -inf.
+
+    Example::
+
+        jnp.isneginf(jnp.array([-jnp.inf, jnp.inf]))   # [ True, False]
+    """
+    return _is_inf_of_sign("isneginf", x, -np.inf)
+
+
+def isposinf(x: Any) -> Any:
+    """True where ``x`` is +inf.
+
+    Example::
+
+        jnp.isposinf(jnp.array([-jnp.inf, jnp.inf]))   # [False,  True]
+    """
+    return _is_inf_of_sign("isposinf", x, np.inf)
+
+
+def _is_inf_of_sign(name: str, x: Any, inf: float) -> Any:
+    check_arraylike(name, x)
+    dtype = get_aval(x).dtype
+    if dtype.kind in "biu":
+        return _full_bool(x, False)
+    if dtype.kind == "c":
+        raise TypeError(f"jnp.{name} does not support complex inputs{_where_loc()}")
+    return P.eq_p.bind(x, typed_scalar(inf, dtype))
+
+
+# -- integers ------------------------------------------------------------------------------------
+
+def gcd(x1: Any, x2: Any) -> Any:
+    """Greatest common divisor of integers (non-negative; gcd(0, 0) = 0).
+
+    Example::
+
+        jnp.gcd(jnp.array([12, 7]), jnp.array([18, 0]))   # [6, 7]
+    """
+    x1, x2 = _integer_operands("gcd", x1, x2)
+    return _gcd(x1, x2)
+
+
+def _integer_operands(name: str, x1: Any, x2: Any) -> list:
+    check_arraylike(name, x1, x2)
+    x1, x2 = promote_dtypes(x1, x2)
+    dtype = get_aval(x1).dtype
+    if dtype.kind not in "iu":
+        raise TypeError(f"jnp.{name} takes integer arguments, got {dtype.name}{_where_loc()}")
+    return broadcast_operands(x1, x2)
+
+
+def _gcd(x1: Any, x2: Any) -> Any:
+    dtype = get_aval(x1).dtype
+    zero = typed_scalar(0, dtype)
+    a, b = absolute(x1), absolute(x2)
+    a, b = _as_shape(a, P.add_p.bind(a, b)), _as_shape(b, P.add_p.bind(a, b))
+    # Euclid's algorithm takes at most ~1.44 log2(max) + 2 steps (consecutive Fibonacci
+    # numbers are the worst case): unrolled, each step is a remainder and two selects.
+    steps = int(1.45 * 8 * dtype.itemsize) + 2
+    for _ in range(steps):
+        nonzero = P.ne_p.bind(b, zero)
+        a, b = (P.select_p.bind(nonzero, b, a),
+                P.select_p.bind(nonzero, P.rem_p.bind(a, b), b))
+    return a
+
+
+def lcm(x1: Any, x2: Any) -> Any:
+    """Least common multiple of integers (non-negative; 0 if either is 0).
+
+    Example::
+
+        jnp.lcm(jnp.array([4, 0]), jnp.array([6, 5]))   # [12, 0]
+    """
+    x1, x2 = _integer_operands("lcm", x1, x2)
+    dtype = get_aval(x1).dtype
+    g = _gcd(x1, x2)
+    zero = typed_scalar(0, dtype)
+    is_zero = P.eq_p.bind(g, zero)
+    safe_g = P.select_p.bind(is_zero, _ones_like(g), g)
+    result = absolute(P.mul_p.bind(P.div_p.bind(absolute(x1), safe_g), absolute(x2)))
+    return P.select_p.bind(is_zero, _full_like(result, 0), result)
+
+
+# -- comparisons of whole arrays -----------------------------------------------------------------
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Any:
+    """``|a - b| <= atol + rtol * |b|`` elementwise (equal infinities are close; NaNs are
+    close to each other only with ``equal_nan``). Integers compare exactly.
+
+    Example::
+
+        jnp.isclose(jnp.array([1.0, 1.1]), 1.0)   # [ True, False]
+    """
+    check_arraylike("isclose", a, b)
+    a, b = promote_dtypes(a, b)
+    a, b = broadcast_operands(a, b)
+    dtype = get_aval(a).dtype
+    if dtype.kind in "biu":
+        return P.eq_p.bind(a, b)
+    if dtype.kind == "c":
+        raise TypeError(f"jnp.isclose does not support complex inputs in pyree yet"
+                        f"{_where_loc()}")
+    rtol_s, atol_s = typed_scalar(rtol, dtype), typed_scalar(atol, dtype)
+    diff = P.abs_p.bind(P.sub_p.bind(a, b))
+    bound = P.add_p.bind(atol_s, P.mul_p.bind(rtol_s, P.abs_p.bind(b)))
+    close = P.le_p.bind(diff, bound)
+    finite = P.and_p.bind(P.is_finite_p.bind(a), P.is_finite_p.bind(b))
+    # Non-finite values are close only when equal (inf - inf would be NaN).
+    close = P.select_p.bind(finite, close, P.eq_p.bind(a, b))
+    if equal_nan:
+        both_nan = P.and_p.bind(P.ne_p.bind(a, a), P.ne_p.bind(b, b))
+        close = P.or_p.bind(close, both_nan)
+    return close
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> Any:
+    """Whether ``isclose`` holds everywhere (a boolean scalar array).
+
+    Example::
+
+        jnp.allclose(jnp.array([1.0, 2.0]), jnp.array([1.0, 2.0 + 1e-7]))   # True
+    """
+    from ._reductions import all as all_
+    return all_(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    """Whether the arrays have one shape and equal elements (a boolean scalar array).
+
+    Example::
+
+        jnp.array_equal(jnp.array([1, 2]), jnp.array([1, 2]))   # True
+    """
+    check_arraylike("array_equal", a1, a2)
+    if get_aval(a1).shape != get_aval(a2).shape:
+        return lax.full((), False, np.bool_)
+    return _all_equal(a1, a2, equal_nan)
+
+
+def _all_equal(a1: Any, a2: Any, equal_nan: bool) -> Any:
+    from ._reductions import all as all_
+    a1, a2 = promote_dtypes(a1, a2)
+    a1, a2 = broadcast_operands(a1, a2)
+    eq = P.eq_p.bind(a1, a2)
+    if equal_nan and get_aval(a1).dtype.kind not in "biu":
+        eq = P.or_p.bind(eq, P.and_p.bind(P.ne_p.bind(a1, a1), P.ne_p.bind(a2, a2)))
+    return all_(eq)
+
+
+def array_equiv(a1: Any, a2: Any) -> Any:
+    """Whether the arrays broadcast together and are equal everywhere.
+
+    Example::
+
+        jnp.array_equiv(jnp.array([1, 1]), 1)   # True
+    """
+    check_arraylike("array_equiv", a1, a2)
+    try:
+        np.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
+    except ValueError:
+        return lax.full((), False, np.bool_)
+    return _all_equal(a1, a2, False)
+
+
+# -- complex parts -------------------------------------------------------------------------------
+
+def real(val: Any) -> Any:
+    """The real part (real inputs are returned as they are).
+
+    Example::
+
+        jnp.real(jnp.array([1 + 2j]))   # [1.]
+    """
+    check_arraylike("real", val)
+    return lax.real(val) if get_aval(val).dtype.kind == "c" else val
+
+
+def imag(val: Any) -> Any:
+    """The imaginary part (zeros for real inputs).
+
+    Example::
+
+        jnp.imag(jnp.array([1 + 2j]))   # [2.]
+    """
+    check_arraylike("imag", val)
+    if get_aval(val).dtype.kind == "c":
+        return lax.imag(val)
+    return _full_like(val, 0)
+
+
+def conjugate(x: Any) -> Any:
+    """The complex conjugate (real inputs are returned as they are).
+
+    Example::
+
+        jnp.conj(jnp.array([1 + 2j]))   # [1.-2.j]
+    """
+    check_arraylike("conjugate", x)
+    return lax.conj(x) if get_aval(x).dtype.kind == "c" else x
+
+
+conj = conjugate
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    """The argument of complex numbers, ``atan2(imag, real)`` (in degrees with ``deg``).
+
+    Example::
+
+        jnp.angle(jnp.array([1j, -1.0]))   # [1.5707964, 3.1415927]
+    """
+    check_arraylike("angle", z)
+    if get_aval(z).dtype.kind == "c":
+        re, im = lax.real(z), lax.imag(z)
+    else:
+        (re,) = promote_dtypes_inexact(z)
+        im = _full_like(re, 0)
+    result = P.atan2_p.bind(im, re)
+    return rad2deg(result) if deg else result
+
+
+def isreal(x: Any) -> Any:
+    """True where the imaginary part is 0 (everywhere for real inputs).
+
+    Example::
+
+        jnp.isreal(jnp.array([1 + 0j, 1j]))   # [ True, False]
+    """
+    check_arraylike("isreal", x)
+    if get_aval(x).dtype.kind != "c":
+        return _full_bool(x, True)
+    im = lax.imag(x)
+    return P.eq_p.bind(im, typed_scalar(0, get_aval(im).dtype))
+
+
+def iscomplex(x: Any) -> Any:
+    """True where the imaginary part is not 0 (nowhere for real inputs).
+
+    Example::
+
+        jnp.iscomplex(jnp.array([1 + 0j, 1j]))   # [False,  True]
+    """
+    check_arraylike("iscomplex", x)
+    if get_aval(x).dtype.kind != "c":
+        return _full_bool(x, False)
+    im = lax.imag(x)
+    return P.ne_p.bind(im, typed_scalar(0, get_aval(im).dtype))

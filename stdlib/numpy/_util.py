@@ -79,12 +79,21 @@ def default_float_dtype() -> np.dtype:
     return dtypes.canonicalize_dtype(float)
 
 
+def to_inexact_dtype(dtype: np.dtype, weak: bool = False) -> np.dtype:
+    """The float type integers and booleans of ``dtype`` compute in: float32 up to 32 bits
+    (even with x64 on, as in JAX), the default float for 64-bit and weak (Python) integers."""
+    if dtype.kind not in "biu":
+        return dtype
+    return default_float_dtype() if weak or dtype.itemsize > 4 else np.dtype(np.float32)
+
+
 def promote_dtypes_inexact(*args: Any) -> list:
-    """Like ``promote_dtypes``, then integers and booleans become the default float type."""
+    """Like ``promote_dtypes``, then integers and booleans become floats: float32 up to 32
+    bits (even with x64 on, as in JAX), float64 for 64-bit and weak (Python) integers under x64.
+    """
     dtype, weak = dtypes.result_type(*[_promotion_operand(a) for a in args],
                                      return_weak_type_flag=True)
-    if dtype.kind in "biu":
-        dtype = default_float_dtype()
+    dtype = to_inexact_dtype(dtype, weak)
     return [convert(a, dtype, weak) for a in args]
 
 

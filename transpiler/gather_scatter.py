@@ -1,0 +1,897 @@
+"""The ``gather`` and ``scatter`` primitives, in StableHLO's general form, with every rule.
+
+* ``gather[dimension_numbers, slice_sizes, mode, fill_value, ...] operand indices`` reads, for
+  each index vector (the last axis of ``indices``), a window of ``slice_sizes`` starting there.
+* ``scatter[dimension_numbers, combiner, mode, ...] operand indices updates`` writes windows of
+  ``updates`` at the index vectors, combining with what is there: ``replace``, ``add``,
+  ``mul``, ``min`` or ``max``.
+
+Dimension numbers are JAX's (``GatherDimensionNumbers``, ``ScatterDimensionNumbers``, batching
+dims included); the index vector is always the last axis of the indices. ``mode`` says what an
+index vector whose window does not fit in the operand means:
+
+* ``CLIP`` (and ``PROMISE_IN_BOUNDS``, which pyree treats alike): the start is clamped so the
+  window fits;
+* ``FILL_OR_DROP``: a gather reads ``fill_value`` for the whole window, a scatter drops it.
+
+Modes are implemented in the lowering, so the IR keeps one equation per gather/scatter and the
+derivative and batching rules carry the mode along (a ``FILL`` gather transposes into a
+``DROP`` scatter-add).
+"""
+from __future__ import annotations
+
+import enum
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from . import primitives as P
+from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules, zeros
+from .batching import batching_rules, broadcast_batched, moveaxis
+from .eager import STATIC_SHAPE_PRIMITIVES
+from .ir import ShapedArray
+from .lower import (_compare, _reduce, hlo, i64_array, i64_attr, lowering_rules, mlir, op,
+                    scalar_like, tensor_type)
+from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval
+
+
+# -- parameters ---------------------------------------------------------------------------------
+
+class GatherScatterMode(enum.Enum):
+    """What an out-of-bounds index means for gather/scatter (``jax.lax.GatherScatterMode``).
+
+    Example: ``lax.gather(x, idx, dn, (1,), mode=lax.GatherScatterMode.FILL_OR_DROP)``
+    """
+
+    CLIP = 1
+    FILL_OR_DROP = 2
+    PROMISE_IN_BOUNDS = 3
+
+    @staticmethod
+    def from_any(mode: Any) -> "GatherScatterMode":
+        """A mode from an enum member, a string ('clip', 'fill', 'drop', 'promise_in_bounds')
+        or None (``FILL_OR_DROP``)."""
+        if isinstance(mode, GatherScatterMode):
+            return mode
+        if mode is None:
+            return GatherScatterMode.FILL_OR_DROP
+        if isinstance(mode, str):
+            named = {"clip": GatherScatterMode.CLIP, "fill": GatherScatterMode.FILL_OR_DROP,
+                     "drop": GatherScatterMode.FILL_OR_DROP,
+                     "promise_in_bounds": GatherScatterMode.PROMISE_IN_BOUNDS}.get(mode.lower())
+            if named is not None:
+                return named
+        raise ValueError(f"Unknown gather mode {mode!r}: use 'clip', 'fill', 'drop', "
+                         f"'promise_in_bounds' or a lax.GatherScatterMode")
+
+
+class GatherDimensionNumbers(NamedTuple):
+    """How a gather's operand, indices and output dimensions correspond
+    (``jax.lax.GatherDimensionNumbers``).
+
+    * ``offset_dims``: output dimensions holding the window (sorted);
+    * ``collapsed_slice_dims``: operand dimensions of window size 1 left out of the output;
+    * ``start_index_map``: the operand dimension each index-vector entry indexes;
+    * ``operand_batching_dims`` / ``start_indices_batching_dims``: operand and indices
+      dimensions paired element by element (a batch of independent gathers).
+
+    Example: rows of a matrix, ``GatherDimensionNumbers(offset_dims=(1,),
+    collapsed_slice_dims=(0,), start_index_map=(0,))`` with ``slice_sizes=(1, ncols)``.
+    """
+
+    offset_dims: tuple
+    collapsed_slice_dims: tuple
+    start_index_map: tuple
+    operand_batching_dims: tuple = ()
+    start_indices_batching_dims: tuple = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+    """How a scatter's operand, indices and updates dimensions correspond
+    (``jax.lax.ScatterDimensionNumbers``).
+
+    * ``update_window_dims``: updates dimensions holding the window (sorted);
+    * ``inserted_window_dims``: operand dimensions of window size 1 absent from the updates;
+    * ``scatter_dims_to_operand_dims``: the operand dimension each index-vector entry indexes;
+    * ``operand_batching_dims`` / ``scatter_indices_batching_dims``: paired batch dimensions.
+
+    Example: adding rows, ``ScatterDimensionNumbers(update_window_dims=(1,),
+    inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))``.
+    """
+
+    update_window_dims: tuple
+    inserted_window_dims: tuple
+    scatter_dims_to_operand_dims: tuple
+    operand_batching_dims: tuple = ()
+    scatter_indices_batching_dims: tuple = ()
+
+
+def _ints(values: Sequence[Any]) -> tuple:
+    return tuple(int(v) for v in values)
+
+
+def gather_dimension_numbers(dn: Any) -> GatherDimensionNumbers:
+    """``dn`` (any object with the fields, or a tuple) as hashable GatherDimensionNumbers."""
+    if not isinstance(dn, GatherDimensionNumbers):
+        fields = GatherDimensionNumbers._fields
+        dn = GatherDimensionNumbers(*[getattr(dn, f) for f in fields]) if hasattr(
+            dn, "offset_dims") else GatherDimensionNumbers(*dn)
+    return GatherDimensionNumbers(*[_ints(v) for v in dn])
+
+
+def scatter_dimension_numbers(dn: Any) -> ScatterDimensionNumbers:
+    """``dn`` (any object with the fields, or a tuple) as hashable ScatterDimensionNumbers."""
+    if not isinstance(dn, ScatterDimensionNumbers):
+        fields = ScatterDimensionNumbers._fields
+        dn = ScatterDimensionNumbers(*[getattr(dn, f) for f in fields]) if hasattr(
+            dn, "update_window_dims") else ScatterDimensionNumbers(*dn)
+    return ScatterDimensionNumbers(*[_ints(v) for v in dn])
+
+
+COMBINERS = ("replace", "add", "mul", "min", "max")
+
+gather_p = Primitive("gather")
+scatter_p = Primitive("scatter")
+# IREE cannot legalize stablehlo.dynamic_gather (nor scatter on unknown shapes): eagerly these
+# are compiled per shape.
+STATIC_SHAPE_PRIMITIVES.update({"gather", "scatter"})
+
+
+# -- abstract evaluation -------------------------------------------------------------------------
+
+def _check_dims(name: str, what: str, dims: tuple, rank: int, *, sorted_: bool = False) -> None:
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"{name}: {what} {dims} repeats a dimension")
+    if any(not 0 <= d < rank for d in dims):
+        raise TypeError(f"{name}: {what} {dims} must be in [0, {rank})")
+    if sorted_ and list(dims) != sorted(dims):
+        raise TypeError(f"{name}: {what} {dims} must be sorted")
+
+
+def _check_indices(name: str, indices: ShapedArray) -> None:
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"{name} indices must have an integer dtype, got {indices.dtype.name}")
+    if indices.ndim < 1:
+        raise TypeError(f"{name} indices need at least one dimension (the last holds the index "
+                        f"vectors), got shape {indices.shape}")
+
+
+def _check_batching(name: str, operand: ShapedArray, indices: ShapedArray, obd: tuple,
+                    ibd: tuple, ibd_name: str, other: tuple, other_name: str) -> None:
+    _check_dims(name, "operand_batching_dims", obd, operand.ndim, sorted_=True)
+    _check_dims(name, ibd_name, ibd, indices.ndim - 1)
+    if set(obd) & set(other):
+        raise TypeError(f"{name}: operand_batching_dims {obd} and {other_name} {other} share "
+                        f"a dimension")
+    if len(obd) != len(ibd):
+        raise TypeError(f"{name}: operand_batching_dims {obd} and {ibd_name} {ibd} must have "
+                        f"the same length")
+    for o, i in zip(obd, ibd):
+        if operand.shape[o] != indices.shape[i]:
+            raise TypeError(f"{name}: operand batching dimension {o} (size {operand.shape[o]}) "
+                            f"and indices batching dimension {i} (size {indices.shape[i]}) "
+                            f"differ in size")
+
+
+def _gather_rule(operand: ShapedArray, indices: ShapedArray, *, dimension_numbers,
+                 slice_sizes, mode, fill_value=None, indices_are_sorted=False,
+                 unique_indices=False) -> ShapedArray:
+    name = "gather"
+    dn = dimension_numbers
+    _check_indices(name, indices)
+    _check_dims(name, "collapsed_slice_dims", dn.collapsed_slice_dims, operand.ndim,
+                sorted_=True)
+    _check_dims(name, "start_index_map", dn.start_index_map, operand.ndim)
+    _check_batching(name, operand, indices, dn.operand_batching_dims,
+                    dn.start_indices_batching_dims, "start_indices_batching_dims",
+                    dn.collapsed_slice_dims, "collapsed_slice_dims")
+    if set(dn.operand_batching_dims) & set(dn.start_index_map):
+        raise TypeError(f"gather: operand_batching_dims {dn.operand_batching_dims} and "
+                        f"start_index_map {dn.start_index_map} share a dimension")
+    if len(dn.start_index_map) != indices.shape[-1]:
+        raise TypeError(f"gather: start_index_map {dn.start_index_map} has "
+                        f"{len(dn.start_index_map)} entries but the index vectors (last axis of "
+                        f"indices of shape {indices.shape}) have {indices.shape[-1]}")
+    if len(slice_sizes) != operand.ndim:
+        raise TypeError(f"gather: slice_sizes {slice_sizes} must have one entry per operand "
+                        f"dimension (shape {operand.shape})")
+    for d, (s, n) in enumerate(zip(slice_sizes, operand.shape)):
+        if not 0 <= s <= n:
+            raise TypeError(f"gather: slice size {s} of dimension {d} does not fit the operand "
+                            f"shape {operand.shape}")
+    for what, dims in (("collapsed_slice_dims", dn.collapsed_slice_dims),
+                       ("operand_batching_dims", dn.operand_batching_dims)):
+        for d in dims:
+            if slice_sizes[d] > 1:
+                raise TypeError(f"gather: {what} {dims} need slice size 1 (or 0), but dimension "
+                                f"{d} has slice size {slice_sizes[d]}")
+    window = [slice_sizes[d] for d in range(operand.ndim)
+              if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
+    batch = list(indices.shape[:-1])
+    out_rank = len(batch) + len(window)
+    _check_dims(name, "offset_dims", dn.offset_dims, out_rank, sorted_=True)
+    if len(dn.offset_dims) != len(window):
+        raise TypeError(f"gather: offset_dims {dn.offset_dims} must name one output dimension "
+                        f"per operand dimension that is neither collapsed nor batching "
+                        f"({len(window)} of them)")
+    shape = []
+    w, b = iter(window), iter(batch)
+    for pos in range(out_rank):
+        shape.append(next(w) if pos in dn.offset_dims else next(b))
+    if not isinstance(mode, GatherScatterMode):
+        raise TypeError(f"gather mode must be a GatherScatterMode, got {mode!r}")
+    return ShapedArray(tuple(shape), operand.dtype, operand.weak_type)
+
+
+def scatter_window_operand_dims(operand_ndim: int, dn: ScatterDimensionNumbers) -> list:
+    """The operand dimensions the update windows span, in order."""
+    return [d for d in range(operand_ndim)
+            if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+
+
+def _scatter_rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray, *,
+                  dimension_numbers, combiner, mode, indices_are_sorted=False,
+                  unique_indices=False) -> ShapedArray:
+    name = f"scatter ({combiner})"
+    dn = dimension_numbers
+    if combiner not in COMBINERS:
+        raise TypeError(f"scatter combiner must be one of {COMBINERS}, got {combiner!r}")
+    if operand.dtype != updates.dtype:
+        raise TypeError(f"{name} needs operand and updates of one dtype, got "
+                        f"{operand.dtype.name} and {updates.dtype.name}")
+    _check_indices(name, indices)
+    _check_dims(name, "update_window_dims", dn.update_window_dims, updates.ndim, sorted_=True)
+    _check_dims(name, "inserted_window_dims", dn.inserted_window_dims, operand.ndim,
+                sorted_=True)
+    _check_dims(name, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
+                operand.ndim)
+    _check_batching(name, operand, indices, dn.operand_batching_dims,
+                    dn.scatter_indices_batching_dims, "scatter_indices_batching_dims",
+                    dn.inserted_window_dims, "inserted_window_dims")
+    if set(dn.operand_batching_dims) & set(dn.scatter_dims_to_operand_dims):
+        raise TypeError(f"{name}: operand_batching_dims {dn.operand_batching_dims} and "
+                        f"scatter_dims_to_operand_dims {dn.scatter_dims_to_operand_dims} share a "
+                        f"dimension")
+    if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
+        raise TypeError(f"{name}: scatter_dims_to_operand_dims {dn.scatter_dims_to_operand_dims}"
+                        f" has {len(dn.scatter_dims_to_operand_dims)} entries but the index "
+                        f"vectors (last axis of indices of shape {indices.shape}) have "
+                        f"{indices.shape[-1]}")
+    window_dims = scatter_window_operand_dims(operand.ndim, dn)
+    if len(window_dims) != len(dn.update_window_dims):
+        raise TypeError(f"{name}: update_window_dims {dn.update_window_dims} must name one "
+                        f"updates dimension per operand dimension that is neither inserted nor "
+                        f"batching ({len(window_dims)} of them)")
+    batch = indices.shape[:-1]
+    if updates.ndim != len(batch) + len(window_dims):
+        raise TypeError(f"{name}: updates of shape {updates.shape} must have rank "
+                        f"{len(batch) + len(window_dims)} (indices batch shape {batch} plus "
+                        f"{len(window_dims)} window dimensions)")
+    scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+    if tuple(updates.shape[d] for d in scatter_dims) != tuple(batch):
+        raise TypeError(f"{name}: the scatter dimensions of updates (shape {updates.shape}) "
+                        f"must match the batch shape {batch} of the indices")
+    for u, d in zip(dn.update_window_dims, window_dims):
+        if updates.shape[u] > operand.shape[d]:
+            raise TypeError(f"{name}: update window dimension {u} (size {updates.shape[u]}) is "
+                            f"larger than operand dimension {d} (size {operand.shape[d]})")
+    if not isinstance(mode, GatherScatterMode):
+        raise TypeError(f"scatter mode must be a GatherScatterMode, got {mode!r}")
+    return operand
+
+
+abstract_eval_rules[gather_p] = _gather_rule
+abstract_eval_rules[scatter_p] = _scatter_rule
+
+
+# -- lowering -----------------------------------------------------------------------------------
+
+def default_fill_value(dtype: np.dtype) -> Any:
+    """What a FILL gather reads out of bounds when no fill_value is given (as in JAX): NaN for
+    inexact types, the minimum of signed integers, the maximum of unsigned ones, True."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return True
+    if dtype.kind == "i":
+        return int(np.iinfo(dtype).min)
+    if dtype.kind == "u":
+        return int(np.iinfo(dtype).max)
+    if dtype.kind == "c":
+        return complex(np.nan, np.nan)
+    return float("nan")
+
+
+def _index_dtype(dtype: np.dtype) -> np.dtype:
+    """The signed type the indices are computed in (unsigned ones would compare wrongly)."""
+    if dtype.itemsize < 4 or (dtype.kind == "i" and dtype.itemsize == 4):
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
+def _bounded_indices(indices, idx_aval: ShapedArray, upper: Sequence[int], need_mask: bool):
+    """Indices converted to a signed type and clamped to ``[0, upper[k]]`` per index-vector
+    entry; with ``need_mask`` also whether each index vector was within those bounds (a
+    boolean tensor of the batch shape)."""
+    itype = _index_dtype(idx_aval.dtype)
+    conv_aval = idx_aval.update(dtype=itype)
+    if idx_aval.dtype != itype:
+        indices = hlo("convert", tensor_type(conv_aval), indices)
+    k = idx_aval.shape[-1]
+    batch_shape = idx_aval.shape[:-1]
+    bool_batch = ShapedArray(batch_shape, np.dtype(np.bool_))
+    if k == 0:
+        ok = None
+        if need_mask:
+            ok = hlo("broadcast_in_dim", tensor_type(bool_batch), scalar_like(True, np.bool_),
+                     broadcast_dimensions=i64_array([]))
+        return indices, ok
+    last = idx_aval.ndim - 1
+    hi_vec = op("stablehlo.constant", [tensor_type(ShapedArray((k,), itype))], [],
+                {"value": mlir().DenseElementsAttr.get(np.asarray(upper, itype))}).result
+    hi = hlo("broadcast_in_dim", tensor_type(conv_aval), hi_vec,
+             broadcast_dimensions=i64_array([last]))
+    lo = hlo("broadcast_in_dim", tensor_type(conv_aval), scalar_like(0, itype),
+             broadcast_dimensions=i64_array([]))
+    ok = None
+    if need_mask:
+        ge = _cmp(indices, lo, "GE", conv_aval)
+        le = _cmp(indices, hi, "LE", conv_aval)
+        both = hlo("and", tensor_type(conv_aval.update(dtype=np.bool_)), ge, le)
+        bool_t = tensor_type(ShapedArray((), np.bool_))
+        ok = _reduce(_StaticCtx, [both], [scalar_like(True, np.bool_)], [np.dtype(np.bool_)],
+                     [last], [bool_batch], lambda a, b: [hlo("and", bool_t, a, b)])[0]
+    clamped = hlo("clamp", tensor_type(conv_aval), lo, indices, hi)
+    return clamped, ok
+
+
+class _StaticCtx:
+    """What ``_reduce`` and ``_compare`` read of a rule context: static shapes."""
+    dynamic = False
+
+
+def _cmp(x, y, direction: str, aval: ShapedArray):
+    return _compare(_StaticCtx, x, y, direction, aval)
+
+
+def _dims_attr(kind: str, fields: Sequence[tuple]) -> Any:
+    """A ``#stablehlo.gather<...>``/``#stablehlo.scatter<...>`` attribute (empty lists left
+    out, as StableHLO prints them)."""
+    parts = [f"{name} = [{', '.join(str(d) for d in dims)}]" for name, dims in fields[:-1] if dims]
+    parts.append(f"{fields[-1][0]} = {fields[-1][1]}")
+    return mlir().Attribute.parse(f"#stablehlo.{kind}<{', '.join(parts)}>")
+
+
+def _bool_attr(value: bool) -> Any:
+    return mlir().BoolAttr.get(bool(value))
+
+
+def _apart_from_strided_slice(value):
+    """``value`` behind an optimization barrier if a strided slice made it. IREE 3.13 fuses
+    the slice into the gather's dispatch and then fails in LLVM translation (an
+    unrealized_conversion_cast of the vector.gather's indices), e.g. for jnp.arange(9.)[::2]
+    [jnp.array([1, 2])] under jit; the barrier keeps the slice in a dispatch of its own."""
+    owner = getattr(value, "owner", None)
+    operation = getattr(owner, "operation", owner)
+    if operation is None or getattr(operation, "name", None) != "stablehlo.slice":
+        return value
+    strides = mlir().DenseI64ArrayAttr(operation.attributes["strides"])
+    if all(s == 1 for s in strides):
+        return value
+    return op("stablehlo.optimization_barrier", [value.type], [value]).result
+
+
+def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes, mode,
+                     fill_value=None, indices_are_sorted=False, unique_indices=False):
+    dn = dimension_numbers
+    x_aval, idx_aval = ctx.avals_in
+    out_aval = ctx.avals_out[0]
+    upper = [x_aval.shape[d] - slice_sizes[d] for d in dn.start_index_map]
+    if out_aval.size == 0:  # (IREE 3.13 dies of a division by zero compiling empty gathers)
+        return hlo("broadcast_in_dim", ctx.out_type(), scalar_like(
+            combiner_identity("add", out_aval.dtype), out_aval.dtype),
+            broadcast_dimensions=i64_array([]))
+    fill = mode is GatherScatterMode.FILL_OR_DROP
+    # StableHLO clamps out-of-bounds starts itself; clamping here too keeps pyree from relying
+    # on each backend's reading of that rule.
+    indices, ok = _bounded_indices(indices, idx_aval, upper, fill)
+    operand = _apart_from_strided_slice(operand)
+    attr = _dims_attr("gather", [
+        ("offset_dims", dn.offset_dims), ("collapsed_slice_dims", dn.collapsed_slice_dims),
+        ("operand_batching_dims", dn.operand_batching_dims),
+        ("start_indices_batching_dims", dn.start_indices_batching_dims),
+        ("start_index_map", dn.start_index_map), ("index_vector_dim", idx_aval.ndim - 1)])
+    out = op("stablehlo.gather", [ctx.out_type()], [operand, indices],
+             {"dimension_numbers": attr, "slice_sizes": i64_array(slice_sizes),
+              "indices_are_sorted": _bool_attr(indices_are_sorted)}).result
+    if fill and out_aval.size:
+        value = default_fill_value(out_aval.dtype) if fill_value is None else fill_value
+        batch_pos = [d for d in range(out_aval.ndim) if d not in dn.offset_dims]
+        mask = hlo("broadcast_in_dim", tensor_type(out_aval.update(dtype=np.bool_)), ok,
+                   broadcast_dimensions=i64_array(batch_pos))
+        filler = hlo("broadcast_in_dim", ctx.out_type(), scalar_like(value, out_aval.dtype),
+                     broadcast_dimensions=i64_array([]))
+        out = hlo("select", ctx.out_type(), mask, out, filler)
+    return out
+
+
+def combiner_identity(combiner: str, dtype: np.dtype) -> Any:
+    """The update that leaves an element unchanged under ``combiner``."""
+    dtype = np.dtype(dtype)
+    if combiner == "add":
+        return False if dtype == np.bool_ else 0
+    if combiner == "mul":
+        return True if dtype == np.bool_ else 1
+    if dtype == np.bool_:
+        return combiner == "min"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return int(info.max if combiner == "min" else info.min)
+    return float("inf") if combiner == "min" else float("-inf")
+
+
+_REGION_OPS = {"add": "add", "mul": "multiply", "min": "minimum", "max": "maximum"}
+_BOOL_REGION_OPS = {"add": "or", "mul": "and", "min": "and", "max": "or"}
+
+
+def _scatter_op(operand, indices, updates, x_aval: ShapedArray, idx_aval: ShapedArray,
+                dn: ScatterDimensionNumbers, combiner: str, indices_are_sorted: bool,
+                unique_indices: bool):
+    ir = mlir()
+    attr = _dims_attr("scatter", [
+        ("update_window_dims", dn.update_window_dims),
+        ("inserted_window_dims", dn.inserted_window_dims),
+        ("input_batching_dims", dn.operand_batching_dims),
+        ("scatter_indices_batching_dims", dn.scatter_indices_batching_dims),
+        ("scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims),
+        ("index_vector_dim", idx_aval.ndim - 1)])
+    scatter = op("stablehlo.scatter", [tensor_type(x_aval)], [operand, indices, updates],
+                 {"scatter_dimension_numbers": attr,
+                  "indices_are_sorted": _bool_attr(indices_are_sorted),
+                  "unique_indices": _bool_attr(unique_indices)}, regions=1)
+    scalar_t = tensor_type(ShapedArray((), x_aval.dtype))
+    block = ir.Block.create_at_start(scatter.regions[0], [scalar_t, scalar_t])
+    with ir.InsertionPoint(block):
+        old, new = block.arguments
+        if combiner == "replace":
+            result = new
+        else:
+            name = (_BOOL_REGION_OPS if x_aval.dtype == np.bool_ else _REGION_OPS)[combiner]
+            result = hlo(name, scalar_t, old, new)
+        op("stablehlo.return", [], [result])
+    return scatter.result
+
+
+def _scatter_leading(operand, indices, updates, x_aval: ShapedArray, idx_aval: ShapedArray,
+                     dn: ScatterDimensionNumbers, combiner: str, indices_are_sorted: bool,
+                     unique_indices: bool):
+    """A canonical scatter (see ``_canonical_scatter``) with several inserted dimensions moved
+    first: IREE 3.13 rejects two or more inserted dimensions that are not the leading ones
+    ('expected indices to be equal to batch rank or batch rank + 1', e.g. an operand of
+    3x4x5 indexed along axes 0 and 2), so the operand is transposed there and back."""
+    inserted = list(dn.inserted_window_dims)
+    if len(inserted) < 2 or inserted == list(range(len(inserted))):
+        return _scatter_op(operand, indices, updates, x_aval, idx_aval, dn, combiner,
+                           indices_are_sorted, unique_indices)
+    perm = inserted + [d for d in range(x_aval.ndim) if d not in inserted]
+    t_aval = x_aval.update(shape=tuple(x_aval.shape[p] for p in perm))
+    operand = hlo("transpose", tensor_type(t_aval), operand, permutation=i64_array(perm))
+    tdn = ScatterDimensionNumbers(dn.update_window_dims, tuple(range(len(inserted))),
+                                  tuple(perm.index(d) for d in dn.scatter_dims_to_operand_dims))
+    out = _scatter_op(operand, indices, updates, t_aval, idx_aval, tdn, combiner,
+                      indices_are_sorted, unique_indices)
+    inverse = [perm.index(d) for d in range(x_aval.ndim)]
+    return hlo("transpose", tensor_type(x_aval), out, permutation=i64_array(inverse))
+
+
+def _canonical_scatter(operand, indices, updates, x_aval: ShapedArray, idx_aval: ShapedArray,
+                       u_aval: ShapedArray, dn: ScatterDimensionNumbers, combiner: str,
+                       indices_are_sorted: bool, unique_indices: bool):
+    """A scatter in the one form IREE 3.13 compiles: every operand dimension either indexed
+    with window size 1 (inserted) or a whole-dimension window that is not indexed, with at
+    least one index-vector entry. (IREE rejects windows along indexed dimensions and partial
+    windows — 'shape of update value dim#1 must match original value' —, inserted dimensions
+    nothing indexes — 'expected indices to be equal to batch rank or batch rank + 1' — and
+    empty index vectors.) Other windows become more index vectors, one per window position:
+    the start plus an iota; batching dimensions become index entries that are iotas too, and
+    unindexed inserted dimensions entries of 0."""
+    itype = idx_aval.dtype
+    window_dims = scatter_window_operand_dims(x_aval.ndim, dn)
+    window_size = {d: u_aval.shape[u] for d, u in zip(window_dims, dn.update_window_dims)}
+    indexed = set(dn.scatter_dims_to_operand_dims)
+    converted = [d for d in window_dims if d in indexed or window_size[d] < x_aval.shape[d]]
+    kept = [d for d in window_dims if d not in converted]
+    unindexed = [d for d in dn.inserted_window_dims if d not in indexed]
+    if not converted and not unindexed and not dn.operand_batching_dims and indexed:
+        return _scatter_leading(operand, indices, updates, x_aval, idx_aval, dn, combiner,
+                           indices_are_sorted, unique_indices)
+    # Updates as [index batch dims..., converted windows..., kept windows...].
+    scatter_pos = [d for d in range(u_aval.ndim) if d not in dn.update_window_dims]
+    pos_of = dict(zip(window_dims, dn.update_window_dims))
+    perm = scatter_pos + [pos_of[d] for d in converted] + [pos_of[d] for d in kept]
+    new_u_shape = tuple(u_aval.shape[p] for p in perm)
+    if perm != list(range(u_aval.ndim)):
+        updates = hlo("transpose", tensor_type(u_aval.update(shape=new_u_shape)), updates,
+                      permutation=i64_array(perm))
+    batch_shape = idx_aval.shape[:-1]
+    nb = len(batch_shape)
+    grid = batch_shape + tuple(window_size[d] for d in converted)
+    entry_aval = ShapedArray(grid + (1,), itype)
+    entry_t = tensor_type(entry_aval)
+
+    def iota(axis: int):
+        return hlo("iota", entry_t, iota_dimension=mlir().IntegerAttr.get(
+            mlir().IntegerType.get_signless(64), axis))
+
+    entries, targets = [], []
+    for k, d in enumerate(dn.scatter_dims_to_operand_dims):
+        column = hlo("slice", tensor_type(ShapedArray(batch_shape + (1,), itype)), indices,
+                     start_indices=i64_array([0] * nb + [k]),
+                     limit_indices=i64_array(list(batch_shape) + [k + 1]),
+                     strides=i64_array([1] * (nb + 1)))
+        column = hlo("broadcast_in_dim", entry_t, column,
+                     broadcast_dimensions=i64_array(list(range(nb)) + [len(grid)]))
+        if d in converted:
+            column = hlo("add", entry_t, column, iota(nb + converted.index(d)))
+        entries.append(column)
+        targets.append(d)
+    for d in converted:
+        if d not in indexed:  # a partial window starting at 0
+            entries.append(iota(nb + converted.index(d)))
+            targets.append(d)
+    for od, sd in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
+        entries.append(iota(sd))
+        targets.append(od)
+    for d in unindexed:  # an inserted dimension nothing indexes: position 0
+        entries.append(hlo("broadcast_in_dim", entry_t, scalar_like(0, itype),
+                           broadcast_dimensions=i64_array([])))
+        targets.append(d)
+    inserted = sorted(set(dn.inserted_window_dims) | set(converted) |
+                      set(dn.operand_batching_dims))
+    n_kept_start = len(grid)
+    new_uwd = tuple(range(n_kept_start, n_kept_start + len(kept)))
+    if not entries:
+        # Nothing indexed: every window is the whole operand. Index a new unit dimension.
+        unit_aval = x_aval.update(shape=(1,) + x_aval.shape)
+        operand = hlo("reshape", tensor_type(unit_aval), operand)
+        zeros_idx = hlo("broadcast_in_dim", entry_t, scalar_like(0, itype),
+                        broadcast_dimensions=i64_array([]))
+        cdn = ScatterDimensionNumbers(new_uwd, (0,), (0,))
+        out = _scatter_leading(operand, zeros_idx, updates, unit_aval, entry_aval, cdn, combiner,
+                          indices_are_sorted, unique_indices)
+        return hlo("reshape", tensor_type(x_aval), out)
+    new_idx_aval = ShapedArray(grid + (len(entries),), itype)
+    new_indices = entries[0] if len(entries) == 1 else hlo(
+        "concatenate", tensor_type(new_idx_aval), *entries, dimension=i64_attr(len(grid)))
+    cdn = ScatterDimensionNumbers(new_uwd, tuple(inserted), tuple(targets))
+    return _scatter_leading(operand, new_indices, updates, x_aval, new_idx_aval, cdn, combiner,
+                       indices_are_sorted, unique_indices)
+
+
+def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, combiner, mode,
+                      indices_are_sorted=False, unique_indices=False):
+    dn = dimension_numbers
+    x_aval, idx_aval, u_aval = ctx.avals_in
+    window = {d: u_aval.shape[u] for d, u in
+              zip(scatter_window_operand_dims(x_aval.ndim, dn), dn.update_window_dims)}
+    sizes = [window.get(d, 1) for d in dn.scatter_dims_to_operand_dims]
+    upper = [x_aval.shape[d] - s for d, s in zip(dn.scatter_dims_to_operand_dims, sizes)]
+    drop = mode is GatherScatterMode.FILL_OR_DROP
+    if u_aval.size == 0 or x_aval.size == 0:
+        return operand  # nothing to write (and IREE 3.13 dies compiling empty scatters)
+    if ctx.lowering.aliases_input(operand):
+        # IREE may scatter in place into the storage of a function input, which pyree's
+        # immutable Arrays share with the caller (IREE issue #16168): scatter into a copy.
+        operand = _fresh_copy(operand, x_aval)
+    if not drop:
+        indices, _ = _bounded_indices(indices, idx_aval, upper, False)
+        return _canonical_scatter(operand, indices, updates, x_aval, idx_aval.update(
+            dtype=_index_dtype(idx_aval.dtype)), u_aval, dn, combiner, indices_are_sorted,
+            unique_indices)
+    clamped, ok = _bounded_indices(indices, idx_aval, upper, True)
+    itype = _index_dtype(idx_aval.dtype)
+    conv_aval = idx_aval.update(dtype=itype)
+    scatter_pos = [d for d in range(u_aval.ndim) if d not in dn.update_window_dims]
+    if combiner != "replace":
+        # Dropped windows combine with the combiner's identity (at a clamped place).
+        mask = hlo("broadcast_in_dim", tensor_type(u_aval.update(dtype=np.bool_)), ok,
+                   broadcast_dimensions=i64_array(scatter_pos))
+        identity = hlo("broadcast_in_dim", tensor_type(u_aval),
+                       scalar_like(combiner_identity(combiner, u_aval.dtype), u_aval.dtype),
+                       broadcast_dimensions=i64_array([]))
+        updates = hlo("select", tensor_type(u_aval), mask, updates, identity)
+        return _canonical_scatter(operand, clamped, updates, x_aval, conv_aval, u_aval, dn,
+                                  combiner, indices_are_sorted, unique_indices)
+    # Replacing: dropped windows are sent into padding past the end of every indexed
+    # dimension, which is cut off afterwards.
+    padded_shape = list(x_aval.shape)
+    high = [0] * x_aval.ndim
+    for d, s in zip(dn.scatter_dims_to_operand_dims, sizes):
+        high[d] = s
+        padded_shape[d] += s
+    padded_aval = x_aval.update(shape=tuple(padded_shape))
+    padded = hlo("pad", tensor_type(padded_aval), operand,
+                 scalar_like(combiner_identity("add", x_aval.dtype), x_aval.dtype),
+                 edge_padding_low=i64_array([0] * x_aval.ndim), edge_padding_high=i64_array(high),
+                 interior_padding=i64_array([0] * x_aval.ndim))
+    ends = [x_aval.shape[d] for d in dn.scatter_dims_to_operand_dims]
+    end_vec = op("stablehlo.constant", [tensor_type(ShapedArray((len(ends),), itype))], [],
+                 {"value": mlir().DenseElementsAttr.get(np.asarray(ends, itype))}).result
+    ends_b = hlo("broadcast_in_dim", tensor_type(conv_aval), end_vec,
+                 broadcast_dimensions=i64_array([idx_aval.ndim - 1]))
+    ok_b = hlo("broadcast_in_dim", tensor_type(conv_aval.update(dtype=np.bool_)), ok,
+               broadcast_dimensions=i64_array(range(idx_aval.ndim - 1)))
+    routed = hlo("select", tensor_type(conv_aval), ok_b, clamped, ends_b)
+    scattered = _canonical_scatter(padded, routed, updates, padded_aval, conv_aval, u_aval, dn,
+                                   combiner, indices_are_sorted, unique_indices)
+    return hlo("slice", tensor_type(x_aval), scattered,
+               start_indices=i64_array([0] * x_aval.ndim), limit_indices=i64_array(x_aval.shape),
+               strides=i64_array([1] * x_aval.ndim))
+
+
+def _fresh_copy(value, aval: ShapedArray):
+    """``value`` in new storage: a select against a mask IREE cannot fold (an iota compared
+    with a bound past its end), so the scatter cannot run in the input's buffer."""
+    if aval.ndim == 0 or aval.size == 0:
+        return value
+    iota_aval = ShapedArray(aval.shape, np.dtype(np.int32))
+    iota = hlo("iota", tensor_type(iota_aval), iota_dimension=mlir().IntegerAttr.get(
+        mlir().IntegerType.get_signless(64), 0))
+    bound = hlo("broadcast_in_dim", tensor_type(iota_aval), scalar_like(aval.shape[0], np.int32),
+                broadcast_dimensions=i64_array([]))
+    inside = _cmp(iota, bound, "LT", iota_aval)
+    zero = hlo("broadcast_in_dim", tensor_type(aval),
+               scalar_like(combiner_identity("add", aval.dtype), aval.dtype),
+               broadcast_dimensions=i64_array([]))
+    return hlo("select", tensor_type(aval), inside, value, zero)
+
+
+lowering_rules[gather_p] = _gather_lowering
+lowering_rules[scatter_p] = _scatter_lowering
+
+
+# -- helpers that bind ----------------------------------------------------------------------------
+
+def gather(operand: Any, indices: Any, dn: GatherDimensionNumbers, slice_sizes: Sequence[int],
+           mode: GatherScatterMode, fill_value: Any = None, indices_are_sorted: bool = False,
+           unique_indices: bool = False) -> Any:
+    return gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=tuple(slice_sizes),
+                         mode=mode, fill_value=fill_value, indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices)
+
+
+def scatter(operand: Any, indices: Any, updates: Any, dn: ScatterDimensionNumbers,
+            combiner: str, mode: GatherScatterMode, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> Any:
+    return scatter_p.bind(operand, indices, updates, dimension_numbers=dn, combiner=combiner,
+                          mode=mode, indices_are_sorted=indices_are_sorted,
+                          unique_indices=unique_indices)
+
+
+def scatter_to_gather(dn: ScatterDimensionNumbers, operand_shape: tuple, updates_shape: tuple
+                      ) -> tuple[GatherDimensionNumbers, tuple]:
+    """The gather that reads back, window by window, what a scatter writes."""
+    window = dict(zip(scatter_window_operand_dims(len(operand_shape), dn),
+                      (updates_shape[u] for u in dn.update_window_dims)))
+    slice_sizes = tuple(window.get(d, 1) for d in range(len(operand_shape)))
+    gdn = GatherDimensionNumbers(dn.update_window_dims, dn.inserted_window_dims,
+                                 dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
+                                 dn.scatter_indices_batching_dims)
+    return gdn, slice_sizes
+
+
+def gather_to_scatter(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
+    """The scatter that writes back, window by window, what a gather reads."""
+    return ScatterDimensionNumbers(dn.offset_dims, dn.collapsed_slice_dims, dn.start_index_map,
+                                   dn.operand_batching_dims, dn.start_indices_batching_dims)
+
+
+def _zeros_of(aval: ShapedArray) -> Any:
+    return zeros(aval.update(weak_type=False))
+
+
+def _full_of(value: Any, aval: ShapedArray) -> Any:
+    return P.broadcast_in_dim_p.bind(TypedScalar(value, aval.dtype, False), shape=aval.shape,
+                                     broadcast_dimensions=())
+
+
+# -- derivatives ----------------------------------------------------------------------------------
+
+def _gather_jvp(primals, tangents, *, fill_value=None, **params):
+    x, idx = primals
+    out = gather_p.bind(x, idx, fill_value=fill_value, **params)
+    t = tangents[0]
+    if isinstance(t, Zero):
+        return [out], [Zero(get_aval(out))]
+    # Out-of-bounds windows read a constant: their tangent is zero.
+    return [out], [gather_p.bind(t, idx, fill_value=0, **params)]
+
+
+def _gather_transpose(ct, x, idx, *, dimension_numbers, slice_sizes, mode, fill_value=None,
+                      indices_are_sorted=False, unique_indices=False):
+    if isinstance(ct, Zero) or not is_undefined(x):
+        return [None, None]
+    ct = instantiate(ct)
+    out = scatter(_zeros_of(x.aval), idx, ct, gather_to_scatter(dimension_numbers), "add",
+                  mode, indices_are_sorted, unique_indices)
+    return [out, None]
+
+
+def _window_values(values, idx, updates_aval: ShapedArray, dn: ScatterDimensionNumbers, mode,
+                   indices_are_sorted, unique_indices, fill_value=0):
+    """``values`` (operand-shaped) read back at each update position of a scatter."""
+    gdn, slice_sizes = scatter_to_gather(dn, get_aval(values).shape, updates_aval.shape)
+    return gather(values, idx, gdn, slice_sizes, mode, fill_value, indices_are_sorted,
+                  unique_indices)
+
+
+def _scatter_jvp(primals, tangents, *, dimension_numbers, combiner, mode,
+                 indices_are_sorted=False, unique_indices=False):
+    x, idx, u = primals
+    tx, _, tu = tangents
+    dn = dimension_numbers
+    flags = dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+    x_aval, u_aval = get_aval(x), get_aval(u)
+
+    def bind(operand, updates, comb):
+        return scatter(operand, idx, updates, dn, comb, mode, **flags)
+
+    if combiner == "add":
+        out = bind(x, u, "add")
+        return [out], [bind(instantiate(tx), instantiate(tu), "add")]
+    if combiner == "replace":
+        if unique_indices:
+            out = bind(x, u, "replace")
+            return [out], [bind(instantiate(tx), instantiate(tu), "replace")]
+        return _scatter_replace_jvp(x, idx, u, tx, tu, dn, mode, flags)
+    if combiner == "mul":
+        out = bind(x, u, "mul")
+        t_out = bind(instantiate(tx), u, "mul")
+        if not isinstance(tu, Zero):
+            if not unique_indices:
+                raise NotImplementedError(
+                    "the derivative of scatter_mul (x.at[idx].multiply(v)) with respect to the "
+                    "updates is only implemented for unique_indices=True (as in JAX)")
+            x_at = _window_values(x, idx, u_aval, dn, mode, **flags)
+            t_out = bind(t_out, P.mul_p.bind(tu, x_at), "add")
+        return [out], [t_out]
+    # min / max: the tangent of the elements that attain the result, averaged over ties.
+    out = bind(x, u, combiner)
+    out_at = _window_values(out, idx, u_aval, dn, mode, fill_value=None, **flags)
+    x_wins = P.eq_p.bind(x, out)
+    u_wins = P.eq_p.bind(u, out_at)
+    dtype = x_aval.dtype
+    one = lambda mask: P.convert_element_type_p.bind(mask, new_dtype=dtype, weak_type=False)
+    count = P.add_p.bind(one(x_wins), bind(_zeros_of(x_aval), one(u_wins), "add"))
+    total = P.select_p.bind(x_wins, instantiate(tx), _zeros_of(x_aval))
+    if not isinstance(tu, Zero):
+        total = bind(total, P.select_p.bind(u_wins, tu, _zeros_of(u_aval)), "add")
+    return [out], [P.div_p.bind(total, count)]
+
+
+def _scatter_replace_jvp(x, idx, u, tx, tu, dn, mode, flags):
+    """Replacing with possibly repeated indices: which update lands where is settled once, by
+    scattering each update position's number, and the primal and tangent both follow it."""
+    x_aval, u_aval = get_aval(x), get_aval(u)
+    scatter_pos = [d for d in range(u_aval.ndim) if d not in dn.update_window_dims]
+    batch_shape = tuple(u_aval.shape[d] for d in scatter_pos)
+    count = int(np.prod(batch_shape, dtype=np.int64))
+    id_dtype = np.dtype(np.int32)
+    ids = P.iota_p.bind(dtype=id_dtype, shape=(max(count, 1),), dimension=0)
+    ids = P.add_p.bind(ids, TypedScalar(1, id_dtype, False))  # 0 marks "no update"
+    if count == 0:
+        ids = P.slice_p.bind(ids, start_indices=(0,), limit_indices=(0,), strides=(1,))
+    ids = P.reshape_p.bind(ids, new_sizes=batch_shape)
+    ids = P.broadcast_in_dim_p.bind(ids, shape=u_aval.shape,
+                                    broadcast_dimensions=tuple(scatter_pos))
+    id_aval = x_aval.update(dtype=id_dtype, weak_type=False)
+    landed = scatter(_zeros_of(id_aval), idx, ids, dn, "replace", mode, **flags)
+    landed_at = _window_values(landed, idx, u_aval.update(dtype=id_dtype), dn, mode,
+                               fill_value=0, **flags)
+    u_lands = P.eq_p.bind(landed_at, ids)
+    x_stays = P.eq_p.bind(landed, TypedScalar(0, id_dtype, False))
+
+    def combine(operand, updates):
+        kept = P.select_p.bind(x_stays, operand, _zeros_of(get_aval(operand)))
+        placed = P.select_p.bind(u_lands, updates, _zeros_of(get_aval(updates)))
+        return scatter(kept, idx, placed, dn, "add", mode, **flags)
+
+    out = combine(x, u)
+    if get_aval(out).weak_type != x_aval.weak_type:
+        out = P.convert_element_type_p.bind(out, new_dtype=x_aval.dtype,
+                                            weak_type=x_aval.weak_type)
+    return [out], [combine(instantiate(tx), instantiate(tu))]
+
+
+def _scatter_transpose(ct, x, idx, u, *, dimension_numbers, combiner, mode,
+                       indices_are_sorted=False, unique_indices=False):
+    dn = dimension_numbers
+    flags = dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+    if isinstance(ct, Zero):
+        return [None, None, None]
+    ct = instantiate(ct)
+    u_aval = u.aval if is_undefined(u) else get_aval(u)
+    if combiner == "mul":
+        if is_undefined(u):
+            raise NotImplementedError("scatter_mul is not linear in its updates")
+        return [scatter(ct, idx, u, dn, "mul", mode, **flags) if is_undefined(x) else None,
+                None, None]
+    if combiner not in ("add", "replace"):
+        raise NotImplementedError(f"scatter ({combiner}) is not linear")
+    if combiner == "replace" and not unique_indices:
+        raise NotImplementedError("the transpose of a replacing scatter needs unique indices")
+    ct_x = None
+    if is_undefined(x):
+        ct_x = ct if combiner == "add" else scatter(ct, idx, _zeros_of(u_aval), dn, "replace",
+                                                    mode, **flags)
+    ct_u = None
+    if is_undefined(u):
+        ct_u = _window_values(ct, idx, u_aval, dn, mode, **flags)
+    return [ct_x, None, ct_u]
+
+
+jvp_rules[gather_p] = _gather_jvp
+transpose_rules[gather_p] = _gather_transpose
+jvp_rules[scatter_p] = _scatter_jvp
+transpose_rules[scatter_p] = _scatter_transpose
+
+
+# -- batching -------------------------------------------------------------------------------------
+
+def _shift(dims: Sequence[int], by: int = 1) -> tuple:
+    return tuple(d + by for d in dims)
+
+
+def _gather_batch(axis, values, dims, *, dimension_numbers, slice_sizes, **params):
+    (x, idx), (xd, idd) = values, dims
+    dn = dimension_numbers
+    if idd is None:
+        # A window of the whole batch axis, placed first in the output.
+        x = moveaxis(x, xd, 0)
+        bdn = GatherDimensionNumbers((0,) + _shift(dn.offset_dims), _shift(dn.collapsed_slice_dims),
+                                     _shift(dn.start_index_map), _shift(dn.operand_batching_dims),
+                                     dn.start_indices_batching_dims)
+        return [gather_p.bind(x, idx, dimension_numbers=bdn,
+                              slice_sizes=(axis.size,) + tuple(slice_sizes), **params)], [0]
+    idx = moveaxis(idx, idd, 0)
+    params = dict(params, indices_are_sorted=False)  # (sorted per example, not across)
+    if xd is None:
+        # One more batch dimension of the indices, first among the output's.
+        bdn = GatherDimensionNumbers(_shift(dn.offset_dims), dn.collapsed_slice_dims,
+                                     dn.start_index_map, dn.operand_batching_dims,
+                                     _shift(dn.start_indices_batching_dims))
+        return [gather_p.bind(x, idx, dimension_numbers=bdn, slice_sizes=slice_sizes,
+                              **params)], [0]
+    x = moveaxis(x, xd, 0)
+    bdn = GatherDimensionNumbers(_shift(dn.offset_dims), _shift(dn.collapsed_slice_dims),
+                                 _shift(dn.start_index_map),
+                                 (0,) + _shift(dn.operand_batching_dims),
+                                 (0,) + _shift(dn.start_indices_batching_dims))
+    return [gather_p.bind(x, idx, dimension_numbers=bdn, slice_sizes=(1,) + tuple(slice_sizes),
+                          **params)], [0]
+
+
+def _scatter_batch(axis, values, dims, *, dimension_numbers, **params):
+    (x, idx, u), (xd, idd, ud) = values, dims
+    dn = dimension_numbers
+    x = broadcast_batched(x, axis.size, 0) if xd is None else moveaxis(x, xd, 0)
+    u = broadcast_batched(u, axis.size, 0) if ud is None else moveaxis(u, ud, 0)
+    if idd is None:
+        # The batch axis is one more window dimension (the first) of every update.
+        bdn = ScatterDimensionNumbers((0,) + _shift(dn.update_window_dims),
+                                      _shift(dn.inserted_window_dims),
+                                      _shift(dn.scatter_dims_to_operand_dims),
+                                      _shift(dn.operand_batching_dims),
+                                      dn.scatter_indices_batching_dims)
+    else:
+        idx = moveaxis(idx, idd, 0)
+        params = dict(params, indices_are_sorted=False)  # (sorted per example, not across)
+        bdn = ScatterDimensionNumbers(_shift(dn.update_window_dims),
+                                      _shift(dn.inserted_window_dims),
+                                      _shift(dn.scatter_dims_to_operand_dims),
+                                      (0,) + _shift(dn.operand_batching_dims),
+                                      (0,) + _shift(dn.scatter_indices_batching_dims))
+    return [scatter_p.bind(x, idx, u, dimension_numbers=bdn, **params)], [0]
+
+
+batching_rules[gather_p] = _gather_batch
+batching_rules[scatter_p] = _scatter_batch

@@ -1,0 +1,490 @@
+"""Convolution: the ``conv_general_dilated`` primitive and its rules.
+
+``conv_general_dilated[window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+feature_group_count, batch_group_count, precision, preferred_element_type] lhs rhs`` is XLA's
+convolution (a cross-correlation: the kernel is not flipped), lowered to
+``stablehlo.convolution``. ``dimension_numbers`` is a ``ConvDimensionNumbers`` of three
+tuples of axes: ``lhs_spec = (batch, feature, *spatial)``, ``rhs_spec = (out feature,
+in feature, *spatial)``, ``out_spec = (batch, feature, *spatial)``.
+
+Along one spatial axis, with the input of size n dilated by ``ld`` (``ld - 1`` zeros between
+elements) and padded by ``(lo, hi)``, and a kernel of size k dilated by ``rd``::
+
+    out[o] = sum_j in_dilated_padded[o * stride + j * rd] * w[j]
+
+Both transposes are convolutions again (derived in ``_transpose_lhs``/``_transpose_rhs``);
+batching folds the vmapped axis into the batch or feature dimensions (``_batch``).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from . import eager
+from . import primitives as P
+from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules
+from .batching import batching_rules
+from .ir import ShapedArray
+from .lower import hlo, lowering_rules, mlir, op, scalar_like, tensor_type
+from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval
+
+
+class ConvDimensionNumbers(NamedTuple):
+    """Where the batch, feature and spatial dimensions of a convolution's operands and result
+    are: ``lhs_spec = (batch, feature, *spatial)``, ``rhs_spec = (out feature, in feature,
+    *spatial)``, ``out_spec = (batch, feature, *spatial)`` (as in ``jax.lax``).
+
+    Example::
+
+        ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))   # NHWC, HWIO, NHWC
+    """
+
+    lhs_spec: tuple
+    rhs_spec: tuple
+    out_spec: tuple
+
+
+conv_general_dilated_p = Primitive("conv_general_dilated")
+# The lowering needs static shapes (the padding depends on them in the transposes, and IREE
+# wants a static window): eager mode compiles it per shape.
+eager.STATIC_SHAPE_PRIMITIVES.add(conv_general_dilated_p.name)
+
+
+def canonical_numbers(ndim: int) -> ConvDimensionNumbers:
+    """The dimension numbers of NC..., OI..., NC... layouts of rank ``ndim``."""
+    spec = tuple(range(ndim))
+    return ConvDimensionNumbers(spec, spec, spec)
+
+
+def dilate_dim(size: int, dilation: int) -> int:
+    """Size of an axis of ``size`` with ``dilation - 1`` holes between its elements."""
+    return 0 if size == 0 else (size - 1) * dilation + 1
+
+
+def conv_output_size(size: int, kernel: int, stride: int, lo: int, hi: int,
+                     lhs_dilation: int, rhs_dilation: int) -> int:
+    """Length of a convolution's output along one spatial axis."""
+    padded = dilate_dim(size, lhs_dilation) + lo + hi
+    window = dilate_dim(kernel, rhs_dilation)
+    if padded < window:
+        return 0
+    return (padded - window) // stride + 1
+
+
+# -- abstract evaluation ---------------------------------------------------------------------------
+
+_NUMERIC = "iufc"
+
+
+def _conv_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *, window_strides, padding,
+                        lhs_dilation, rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision=None,
+                        preferred_element_type=None) -> ShapedArray:
+    name = "conv_general_dilated"
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"{name} requires arguments of the same dtype, got {lhs.dtype.name} "
+                        f"and {rhs.dtype.name}")
+    if lhs.dtype.kind not in _NUMERIC and lhs.dtype.name != "bfloat16":
+        raise TypeError(f"{name} needs numeric arguments, got {lhs.dtype.name}")
+    if lhs.ndim != rhs.ndim or lhs.ndim < 2:
+        raise TypeError(f"{name} needs arrays of equal rank >= 2, got shapes {lhs.shape} and "
+                        f"{rhs.shape}")
+    nsp = lhs.ndim - 2
+    for what, value in (("window_strides", window_strides), ("padding", padding),
+                        ("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
+        if len(value) != nsp:
+            raise TypeError(f"{name}: {what} {value} needs one entry per spatial dimension "
+                            f"({nsp})")
+    for what, value in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
+                        ("rhs_dilation", rhs_dilation)):
+        if any(v < 1 for v in value):
+            raise TypeError(f"{name}: {what} must be positive, got {value}")
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    for what, spec in (("lhs", lhs_spec), ("rhs", rhs_spec), ("out", out_spec)):
+        if sorted(spec) != list(range(lhs.ndim)):
+            raise TypeError(f"{name}: {what} dimension numbers {spec} are not a permutation "
+                            f"of the {lhs.ndim} axes")
+    g, b = feature_group_count, batch_group_count
+    if g < 1 or b < 1:
+        raise TypeError(f"{name}: feature_group_count and batch_group_count must be >= 1, got "
+                        f"{g} and {b}")
+    if g > 1 and b > 1:
+        raise TypeError(f"{name}: at most one of feature_group_count ({g}) and "
+                        f"batch_group_count ({b}) may exceed 1")
+    batch, in_features = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
+    out_features, kernel_in = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
+    if in_features % g or in_features // g != kernel_in:
+        raise TypeError(f"{name}: the lhs feature dimension ({in_features}) divided by "
+                        f"feature_group_count ({g}) must equal the rhs input feature dimension "
+                        f"({kernel_in}); shapes {lhs.shape} and {rhs.shape}")
+    if out_features % g:
+        raise TypeError(f"{name}: the rhs output feature dimension ({out_features}) must be a "
+                        f"multiple of feature_group_count ({g})")
+    if batch % b:
+        raise TypeError(f"{name}: the lhs batch dimension ({batch}) must be a multiple of "
+                        f"batch_group_count ({b})")
+    if out_features % b:
+        raise TypeError(f"{name}: the rhs output feature dimension ({out_features}) must be a "
+                        f"multiple of batch_group_count ({b})")
+    spatial = []
+    for i in range(nsp):
+        n, k = lhs.shape[lhs_spec[2 + i]], rhs.shape[rhs_spec[2 + i]]
+        lo, hi = padding[i]
+        spatial.append(max(0, conv_output_size(n, k, window_strides[i], lo, hi, lhs_dilation[i],
+                                               rhs_dilation[i])))
+    canonical = (batch // b, out_features) + tuple(spatial)
+    shape = [0] * lhs.ndim
+    for j, axis in enumerate(out_spec):
+        shape[axis] = canonical[j]
+    dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    return ShapedArray(tuple(shape), dtype, lhs.weak_type and rhs.weak_type)
+
+
+abstract_eval_rules[conv_general_dilated_p] = _conv_abstract_eval
+
+
+# -- lowering --------------------------------------------------------------------------------------
+
+def _layout(spec: Sequence[int], batch: str, feature: str) -> str:
+    letters = [""] * len(spec)
+    letters[spec[0]], letters[spec[1]] = batch, feature
+    for i, axis in enumerate(spec[2:]):
+        letters[axis] = str(i)
+    return "[" + ", ".join(letters) + "]"
+
+
+def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                   dimension_numbers, feature_group_count, batch_group_count, precision=None,
+                   preferred_element_type=None):
+    ir = mlir()
+    lhs_aval, rhs_aval = ctx.avals_in
+    out_aval = ctx.avals_out[0]
+    if out_aval.dtype != lhs_aval.dtype:
+        # A wider result type: compute in it (StableHLO's convolution wants one element type).
+        lhs = hlo("convert", tensor_type(lhs_aval.update(dtype=out_aval.dtype)), lhs)
+        rhs = hlo("convert", tensor_type(rhs_aval.update(dtype=out_aval.dtype)), rhs)
+        lhs_aval = lhs_aval.update(dtype=out_aval.dtype)
+        rhs_aval = rhs_aval.update(dtype=out_aval.dtype)
+    if out_aval.size == 0 or lhs_aval.size == 0 or rhs_aval.size == 0:
+        return hlo("broadcast_in_dim", ctx.out_type(), scalar_like(0, out_aval.dtype),
+                   broadcast_dimensions=ir.DenseI64ArrayAttr.get([]))
+    params = dict(window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+                  rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+                  feature_group_count=feature_group_count, batch_group_count=batch_group_count)
+    if out_aval.dtype.kind != "c":
+        return _real_conv(lhs, rhs, lhs_aval, rhs_aval, out_aval, **params)
+    # IREE 3.13 crashes (segfault in the compiler) on a complex stablehlo.convolution: four
+    # real ones, (a + ib)(c + id) = (ac - bd) + i(ad + bc).
+    # A complex elementwise producer fused into the real/imag split fails to compile in IREE
+    # 3.13 ("write affecting operations on global resources..." for conv(-x, w) on complex
+    # x): a barrier keeps computed operands apart.
+    lhs, rhs = [op("stablehlo.optimization_barrier", [v.type], [v]).result
+                if isinstance(v, ir.OpResult) else v for v in (lhs, rhs)]
+    part = np.dtype(np.float32 if out_aval.dtype == np.complex64 else np.float64)
+    lhs_part, rhs_part, out_part = (a.update(dtype=part) for a in (lhs_aval, rhs_aval, out_aval))
+    a, b = (hlo(f, tensor_type(lhs_part), lhs) for f in ("real", "imag"))
+    c, d = (hlo(f, tensor_type(rhs_part), rhs) for f in ("real", "imag"))
+
+    def product(x, y):
+        return _real_conv(x, y, lhs_part, rhs_part, out_part, **params)
+    out_t = tensor_type(out_part)
+    real = hlo("subtract", out_t, product(a, c), product(b, d))
+    imag = hlo("add", out_t, product(a, d), product(b, c))
+    return hlo("complex", tensor_type(out_aval), real, imag)
+
+
+def _real_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval: ShapedArray, *,
+               window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+               feature_group_count, batch_group_count):
+    ir = mlir()
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if any(lo < 0 or hi < 0 for lo, hi in padding) or any(d > 1 for d in lhs_dilation):
+        # Negative padding (from transposes) and lhs dilation become an explicit stablehlo.pad
+        # (negative edges crop), so IREE sees a plain convolution: the form its convolution
+        # paths are built for (llvm-cpu compiles the other forms too, but they are rare).
+        config = [(0, 0, 0)] * lhs_aval.ndim
+        for i, axis in enumerate(lhs_spec[2:]):
+            config[axis] = (padding[i][0], padding[i][1], lhs_dilation[i] - 1)
+        shape = tuple(lo + hi + dilate_dim(n, interior + 1)
+                      for n, (lo, hi, interior) in zip(lhs_aval.shape, config))
+        lhs_aval = lhs_aval.update(shape=shape)
+        lo, hi, interior = zip(*config)
+        lhs = hlo("pad", tensor_type(lhs_aval), lhs, scalar_like(0, lhs_aval.dtype),
+                  edge_padding_low=ir.DenseI64ArrayAttr.get(list(lo)),
+                  edge_padding_high=ir.DenseI64ArrayAttr.get(list(hi)),
+                  interior_padding=ir.DenseI64ArrayAttr.get(list(interior)))
+        padding = ((0, 0),) * len(padding)
+        lhs_dilation = (1,) * len(lhs_dilation)
+    nsp = len(window_strides)
+    numbers = ir.Attribute.parse(
+        f"#stablehlo.conv<{_layout(lhs_spec, 'b', 'f')}x{_layout(rhs_spec, 'o', 'i')}->"
+        f"{_layout(out_spec, 'b', 'f')}>")
+    pad_text = ", ".join(f"[{lo}, {hi}]" for lo, hi in padding)
+    i64 = ir.IntegerType.get_signless(64)
+    attributes = {
+        "window_strides": ir.DenseI64ArrayAttr.get(list(window_strides)),
+        "lhs_dilation": ir.DenseI64ArrayAttr.get(list(lhs_dilation)),
+        "rhs_dilation": ir.DenseI64ArrayAttr.get(list(rhs_dilation)),
+        "dimension_numbers": numbers,
+        "feature_group_count": ir.IntegerAttr.get(i64, feature_group_count),
+        "batch_group_count": ir.IntegerAttr.get(i64, batch_group_count),
+    }
+    if nsp:
+        attributes["padding"] = ir.Attribute.parse(
+            f"dense<[{pad_text}]> : tensor<{nsp}x2xi64>")
+    return op("stablehlo.convolution", [tensor_type(out_aval)], [lhs, rhs], attributes).result
+
+
+lowering_rules[conv_general_dilated_p] = _conv_lowering
+
+
+# -- helpers on traced values ----------------------------------------------------------------------
+
+def _transpose(x: Any, perm: Sequence[int]) -> Any:
+    perm = tuple(int(p) for p in perm)
+    if perm == tuple(range(len(perm))):
+        return x
+    return P.transpose_p.bind(x, permutation=perm)
+
+
+def _reshape(x: Any, shape: Sequence[int]) -> Any:
+    shape = tuple(int(d) for d in shape)
+    if get_aval(x).shape == shape:
+        return x
+    return P.reshape_p.bind(x, new_sizes=shape)
+
+
+def _to_canonical(x: Any, spec: Sequence[int]) -> Any:
+    """``x`` with its axes in ``spec`` order (batch/out feature, feature/in feature, spatial)."""
+    return _transpose(x, spec)
+
+
+def _from_canonical(x: Any, spec: Sequence[int]) -> Any:
+    """Undo ``_to_canonical``."""
+    return _transpose(x, np.argsort(spec))
+
+
+def _convert(x: Any, dtype: np.dtype) -> Any:
+    if get_aval(x).dtype == dtype:
+        return x
+    return P.convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
+
+
+def conv(lhs: Any, rhs: Any, *, window_strides, padding, lhs_dilation, rhs_dilation,
+         dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
+         preferred_element_type=None) -> Any:
+    """Bind ``conv_general_dilated`` with its parameters normalised to tuples of ints."""
+    return conv_general_dilated_p.bind(
+        lhs, rhs, window_strides=tuple(int(s) for s in window_strides),
+        padding=tuple((int(lo), int(hi)) for lo, hi in padding),
+        lhs_dilation=tuple(int(d) for d in lhs_dilation),
+        rhs_dilation=tuple(int(d) for d in rhs_dilation),
+        dimension_numbers=ConvDimensionNumbers(*(tuple(int(a) for a in s)
+                                                 for s in dimension_numbers)),
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
+        precision=precision, preferred_element_type=preferred_element_type)
+
+
+def _zeros(aval: ShapedArray) -> Any:
+    return P.broadcast_in_dim_p.bind(TypedScalar(0, aval.dtype, False), shape=aval.shape,
+                                     broadcast_dimensions=())
+
+
+# -- JVP and transposes ----------------------------------------------------------------------------
+
+def _conv_jvp(primals, tangents, **params):
+    lhs, rhs = primals
+    t_lhs, t_rhs = tangents
+    ans = conv_general_dilated_p.bind(lhs, rhs, **params)
+    out = Zero(get_aval(ans).update(weak_type=False))
+    if not isinstance(t_lhs, Zero):
+        out = add_tangents(out, conv_general_dilated_p.bind(t_lhs, rhs, **params))
+    if not isinstance(t_rhs, Zero):
+        out = add_tangents(out, conv_general_dilated_p.bind(lhs, t_rhs, **params))
+    return [ans], [out]
+
+
+def _grouped_kernel_transpose(w: Any, groups: int) -> Any:
+    """A canonical (O, I, *K) kernel as the (groups * I, O / groups, *K) kernel of the
+    transposed convolution, spatially flipped: group g's block has its in and out features
+    swapped."""
+    shape = get_aval(w).shape
+    o, i, ks = shape[0], shape[1], shape[2:]
+    nsp = len(ks)
+    if nsp:
+        w = P.rev_p.bind(w, dimensions=tuple(range(2, 2 + nsp)))
+    w = _reshape(w, (groups, o // groups, i) + ks)
+    w = _transpose(w, (0, 2, 1) + tuple(range(3, 3 + nsp)))
+    return _reshape(w, (groups * i, o // groups) + ks)
+
+
+def _transpose_lhs(ct, rhs, lhs_aval: ShapedArray, *, window_strides, padding, lhs_dilation,
+                   rhs_dilation, dimension_numbers, feature_group_count, batch_group_count,
+                   precision=None, preferred_element_type=None):
+    """The cotangent of lhs. Along a spatial axis, with ct dilated by the stride s,
+    lhs_dilated_ct[p] = sum_j ct_dilated[p + lo - j * rd] w[j]: a convolution of ct (dilated
+    by s) with the flipped kernel, padded low by (k_dilated - 1 - lo), whose output is taken
+    every ld positions (stride ld); the high padding makes the output exactly n long."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    ct_c = _to_canonical(ct, out_spec)
+    w_c = _to_canonical(rhs, rhs_spec)
+    n_sp = tuple(lhs_aval.shape[a] for a in lhs_spec[2:])
+    m_sp = get_aval(ct_c).shape[2:]
+    k_sp = get_aval(w_c).shape[2:]
+    if lhs_aval.size == 0 or get_aval(ct).size == 0:
+        return _zeros(lhs_aval.update(weak_type=False))
+    groups = max(feature_group_count, batch_group_count)
+    kernel = _grouped_kernel_transpose(w_c, groups)
+    pads = []
+    for n, m, k, s, (lo, hi), ld, rd in zip(n_sp, m_sp, k_sp, window_strides, padding,
+                                           lhs_dilation, rhs_dilation):
+        kd = dilate_dim(k, rd)
+        pads.append((kd - 1 - lo, (n - 1) * ld - (m - 1) * s + lo))
+    nd = lhs_aval.ndim
+    out = conv(ct_c, kernel, window_strides=lhs_dilation, padding=pads,
+               lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
+               dimension_numbers=canonical_numbers(nd), feature_group_count=groups,
+               precision=precision)
+    if batch_group_count > 1:
+        # (N_b, B * C, ...) holds example b * N_b + n at [n, b * C + c]: move b into batch.
+        shape = get_aval(out).shape
+        nb, c = shape[0], shape[1] // batch_group_count
+        out = _reshape(out, (nb, batch_group_count, c) + shape[2:])
+        out = _transpose(out, (1, 0) + tuple(range(2, nd + 1)))
+        out = _reshape(out, (batch_group_count * nb, c) + shape[2:])
+    return _convert(_from_canonical(out, lhs_spec), lhs_aval.dtype)
+
+
+def _transpose_rhs(ct, lhs, rhs_aval: ShapedArray, *, window_strides, padding, lhs_dilation,
+                   rhs_dilation, dimension_numbers, feature_group_count, batch_group_count,
+                   precision=None, preferred_element_type=None):
+    """The cotangent of rhs: w_ct[o, i, j] = sum_{batch, q} lhs_dp[., i, q * s + j * rd]
+    ct[., o, q], a convolution of lhs (batch and feature roles swapped) with ct as the kernel:
+    stride rd, kernel dilation s, the same low padding, and the high padding that makes the
+    output exactly k long. Feature groups become batch groups and vice versa."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    lhs_aval = get_aval(lhs)
+    n_sp = tuple(lhs_aval.shape[a] for a in lhs_spec[2:])
+    m_sp = tuple(get_aval(ct).shape[a] for a in out_spec[2:])
+    k_sp = tuple(rhs_aval.shape[a] for a in rhs_spec[2:])
+    if rhs_aval.size == 0 or get_aval(ct).size == 0 or lhs_aval.size == 0:
+        return _zeros(rhs_aval.update(weak_type=False))
+    pads = []
+    for n, m, k, s, (lo, hi), ld, rd in zip(n_sp, m_sp, k_sp, window_strides, padding,
+                                           lhs_dilation, rhs_dilation):
+        pads.append((lo, (m - 1) * s + (k - 1) * rd - (n - 1) * ld - lo))
+    swapped = lambda spec: (spec[1], spec[0]) + tuple(spec[2:])  # noqa: E731
+    # Result: batch = rhs's in features, feature = rhs's out features, spatial = the window.
+    numbers = ConvDimensionNumbers(swapped(lhs_spec), swapped(out_spec), swapped(rhs_spec))
+    out = conv(lhs, ct, window_strides=rhs_dilation, padding=pads, lhs_dilation=lhs_dilation,
+               rhs_dilation=window_strides, dimension_numbers=numbers,
+               feature_group_count=batch_group_count, batch_group_count=feature_group_count,
+               precision=precision)
+    return _convert(out, rhs_aval.dtype)
+
+
+def _conv_transpose_rule(ct, lhs, rhs, **params):
+    if isinstance(ct, Zero):
+        return [None, None]
+    if is_undefined(lhs) and is_undefined(rhs):
+        raise TypeError("transpose of conv_general_dilated with both operands linear (the "
+                        "program is not linear)")
+    if is_undefined(lhs):
+        ct = _convert(ct, get_aval(rhs).dtype)
+        return [_transpose_lhs(ct, rhs, lhs.aval, **params), None]
+    ct = _convert(ct, get_aval(lhs).dtype)
+    return [None, _transpose_rhs(ct, lhs, rhs.aval, **params)]
+
+
+jvp_rules[conv_general_dilated_p] = _conv_jvp
+transpose_rules[conv_general_dilated_p] = _conv_transpose_rule
+
+
+# -- batching --------------------------------------------------------------------------------------
+
+def _batch_rule(axis, values, dims, *, dimension_numbers, feature_group_count,
+                batch_group_count, **params):
+    (lhs, rhs), (ld, rd) = values, dims
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    v = axis.size
+    nd = get_aval(lhs).ndim - (ld is not None)
+    nsp = nd - 2
+    canonical = tuple(range(nd))
+    g, b = feature_group_count, batch_group_count
+    kw = dict(params, feature_group_count=g, batch_group_count=b)
+
+    def batched_canonical(x, d, spec):
+        # (V, *canonical example axes)
+        real = tuple(a + (a >= d) for a in spec)
+        return _transpose(x, (d,) + real)
+
+    def finish(out_c):
+        # out_c: (V, N, O, *spatial) canonical; back to the example's out layout, V first.
+        return _transpose(out_c, (0,) + tuple(1 + int(a) for a in np.argsort(out_spec)))
+
+    if ld is not None and rd is None:
+        x = batched_canonical(lhs, ld, lhs_spec)
+        shape = get_aval(x).shape  # (V, N, C, *sp)
+        n = shape[1]
+        if b == 1:
+            x = _reshape(x, (v * n,) + shape[2:])
+        else:
+            # Batch groups are contiguous blocks of N: keep V inside each block.
+            x = _reshape(x, (v, b, n // b) + shape[2:])
+            x = _transpose(x, (1, 0) + tuple(range(2, nd + 2)))
+            x = _reshape(x, (v * n,) + shape[2:])
+        out = conv_general_dilated_p.bind(
+            x, rhs, dimension_numbers=ConvDimensionNumbers(canonical, rhs_spec, canonical), **kw)
+        oshape = get_aval(out).shape
+        out = _reshape(out, (v, oshape[0] // v) + oshape[1:])
+        return [finish(out)], [0]
+
+    if ld is None and rd is not None:
+        w = batched_canonical(rhs, rd, rhs_spec)
+        shape = get_aval(w).shape  # (V, O, I, *K)
+        o = shape[1]
+        groups = max(g, b)
+        # Feature groups are contiguous blocks of O: V goes inside each block.
+        w = _reshape(w, (v, groups, o // groups) + shape[2:])
+        w = _transpose(w, (1, 0) + tuple(range(2, nd + 2)))
+        w = _reshape(w, (groups * v * (o // groups),) + shape[2:])
+        out = conv_general_dilated_p.bind(
+            lhs, w, dimension_numbers=ConvDimensionNumbers(lhs_spec, canonical, canonical), **kw)
+        oshape = get_aval(out).shape  # (N, groups * V * O_g, *sp)
+        out = _reshape(out, (oshape[0], groups, v, o // groups) + oshape[2:])
+        out = _transpose(out, (2, 0, 1, 3) + tuple(range(4, 4 + nsp)))
+        out = _reshape(out, (v, oshape[0], o) + oshape[2:])
+        return [finish(out)], [0]
+
+    x = batched_canonical(lhs, ld, lhs_spec)   # (V, N, C, *sp)
+    w = batched_canonical(rhs, rd, rhs_spec)   # (V, O, I, *K)
+    if b > 1:
+        # Both batched with batch groups: one convolution per example (feature groups cannot
+        # hold V as well).
+        outs = []
+        for i in range(v):
+            xi = _reshape(P.slice_p.bind(x, start_indices=(i,) + (0,) * nd,
+                                         limit_indices=(i + 1,) + get_aval(x).shape[1:],
+                                         strides=(1,) * (nd + 1)), get_aval(x).shape[1:])
+            wi = _reshape(P.slice_p.bind(w, start_indices=(i,) + (0,) * nd,
+                                         limit_indices=(i + 1,) + get_aval(w).shape[1:],
+                                         strides=(1,) * (nd + 1)), get_aval(w).shape[1:])
+            oi = conv_general_dilated_p.bind(xi, wi, dimension_numbers=canonical_numbers(nd),
+                                             **kw)
+            outs.append(_reshape(oi, (1,) + get_aval(oi).shape))
+        return [finish(P.concatenate_p.bind(*outs, dimension=0))], [0]
+    # Both batched: V becomes more feature groups (example v's channels are group block v).
+    xshape, wshape = get_aval(x).shape, get_aval(w).shape
+    x = _transpose(x, (1, 0) + tuple(range(2, nd + 1)))
+    x = _reshape(x, (xshape[1], v * xshape[2]) + xshape[3:])
+    w = _reshape(w, (v * wshape[1],) + wshape[2:])
+    kw["feature_group_count"] = v * g
+    out = conv_general_dilated_p.bind(x, w, dimension_numbers=canonical_numbers(nd), **kw)
+    oshape = get_aval(out).shape  # (N, V * O, *sp)
+    out = _reshape(out, (oshape[0], v, wshape[1]) + oshape[2:])
+    out = _transpose(out, (1, 0) + tuple(range(2, nd + 1)))
+    return [finish(out)], [0]
+
+
+batching_rules[conv_general_dilated_p] = _batch_rule
