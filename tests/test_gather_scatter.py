@@ -377,3 +377,20 @@ def test_vmap_of_grad_through_gather():
             else:  # clamped to the last row
                 ref[b, 3, j:j + 3] += 2 * xs[b, 3, j:j + 3]
     _close(g(xs), ref)
+
+
+def test_large_scatters_with_computed_operands_compile():
+    # IREE 3.13 kept computed indices/updates fused into a scatter on its 32 KiB stack and
+    # failed to compile from ~10 000 f32 updates on; the lowering keeps them apart.
+    rng = np.random.RandomState(0)
+    x = rng.randn(1000).astype(np.float32)
+    i = rng.randint(-1000, 1000, 20_000).astype(np.int32)
+    v = rng.randn(20_000).astype(np.float32)
+    added, maxed = pyree.jit(lambda x, i, v: (x.at[i].add(jnp.sin(v)), x.at[i * 2].max(v)))(x, i, v)
+    want = x.copy()
+    np.add.at(want, i % 1000, np.sin(v))
+    np.testing.assert_allclose(np.asarray(added), want, rtol=1e-4, atol=1e-4)
+    want = x.copy()
+    inside = (i * 2 >= -1000) & (i * 2 < 1000)
+    np.maximum.at(want, (i * 2)[inside] % 1000, v[inside])
+    np.testing.assert_allclose(np.asarray(maxed), want)

@@ -380,6 +380,13 @@ def _apart_from_strided_slice(value):
     return op("stablehlo.optimization_barrier", [value.type], [value]).result
 
 
+def _barrier_if_computed(value):
+    """``value`` behind an optimization barrier unless it is a block argument."""
+    if isinstance(value, mlir().OpResult):
+        return op("stablehlo.optimization_barrier", [value.type], [value]).result
+    return value
+
+
 def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes, mode,
                      fill_value=None, indices_are_sorted=False, unique_indices=False):
     dn = dimension_numbers
@@ -444,6 +451,10 @@ def _scatter_op(operand, indices, updates, x_aval: ShapedArray, idx_aval: Shaped
         ("scatter_indices_batching_dims", dn.scatter_indices_batching_dims),
         ("scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims),
         ("index_vector_dim", idx_aval.ndim - 1)])
+    # IREE 3.13 fuses computed indices and updates into the scatter's dispatch and keeps them
+    # on its stack, whose 32 KiB limit then fails the compile (10 000 updates of f32 already):
+    # a barrier keeps them in dispatches of their own.
+    indices, updates = (_barrier_if_computed(v) for v in (indices, updates))
     scatter = op("stablehlo.scatter", [tensor_type(x_aval)], [operand, indices, updates],
                  {"scatter_dimension_numbers": attr,
                   "indices_are_sorted": _bool_attr(indices_are_sorted),
