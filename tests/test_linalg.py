@@ -90,6 +90,23 @@ def test_eager_and_pivoting(run):
     close(run(lambda c: jnp.linalg.cholesky(c, upper=True), c), np.linalg.cholesky(c).T)
 
 
+def test_pivot_order_and_sign_in_the_loop_form():
+    # Permuted triangular matrices: every step pivots, through exchanges of every cycle
+    # structure; det = parity * product of the diagonal. n = 5 runs the factorization's loop.
+    rng = np.random.RandomState(7)
+    perms = [rng.permutation(5) for _ in range(6)] + [np.arange(5), np.array([1, 2, 3, 4, 0])]
+    upper = np.triu(rng.uniform(-1, 1, (5, 5))) + np.diag(rng.uniform(2, 3, 5) * [1, -1, 1, 1, -1])
+    a = np.stack([np.eye(5)[p] @ upper for p in perms]).astype(np.float32)
+    want = np.linalg.det(a.astype(np.float64))
+    close(jnp.linalg.det(a), want, rtol=1e-5)
+    sign, logabsdet = jnp.linalg.slogdet(a)
+    close(sign, np.sign(want))
+    close(logabsdet, np.log(np.abs(want)), rtol=1e-5, atol=1e-5)
+    # A zero column: no pivot, a zero on U's diagonal, det 0 (3 x 3: the loop form too).
+    zero_col = np.array([[0.0, 2.0, 1.0], [0.0, 1.0, 5.0], [0.0, 3.0, 1.0]], np.float32)
+    close(jnp.linalg.det(zero_col), 0.0)
+
+
 def test_singular_and_not_positive_definite():
     singular = np.array([[1.0, 2.0], [2.0, 4.0]], np.float32)
     close(jnp.linalg.det(singular), 0.0)

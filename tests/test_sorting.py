@@ -19,6 +19,7 @@ import pyree.numpy as jnp
 from pyree import lax
 from pyree.errors import ConcretizationTypeError
 from pyree.test_util import check_grads
+from pyree.transpiler import sorting
 
 SPECIAL = np.array([0.0, -0.0, np.nan, 1.0, -np.nan, -1.0, 0.0, -0.0, np.inf, -np.inf],
                    np.float32)
@@ -29,6 +30,17 @@ def run(request):
     """``run(f, *args)``: ``f(*args)`` as is, or through ``pyree.jit``."""
     if request.param == "eager":
         return lambda f, *args: f(*args)
+    return lambda f, *args: pyree.jit(f)(*args)
+
+
+@pytest.fixture(params=["eager", "jit", "network"])
+def run_sort(request, monkeypatch):
+    """``run`` plus "network": jitted with every sort lowered to the bitonic network, however
+    short (for the tests of the sort primitive itself)."""
+    if request.param == "eager":
+        return lambda f, *args: f(*args)
+    if request.param == "network":
+        monkeypatch.setattr(sorting, "ALWAYS_NETWORK", True)
     return lambda f, *args: pyree.jit(f)(*args)
 
 
@@ -59,7 +71,8 @@ def _line_of(text):
 
 # -- the primitive through lax ------------------------------------------------------------------
 
-def test_lax_sort_order_and_top_k(run):
+def test_lax_sort_order_and_top_k(run_sort):
+    run = run_sort
     def f(x):
         keys, positions = lax.sort_key_val(x, jnp.arange(10))
         values, indices = lax.top_k(x, 10)
@@ -79,7 +92,8 @@ def test_lax_sort_order_and_top_k(run):
     same(i3, np.array([2, 8, 3], np.int32))
 
 
-def test_lax_sort_other_dtypes(run):
+def test_lax_sort_other_dtypes(run_sort):
+    run = run_sort
     u = np.array([[3, 1, 200], [0, 255, 4]], np.uint8)
     b = np.array([True, False, True, False])
     c = np.array([1 + 2j, 1 + 1j, 0 + 5j, np.nan + 0j, 1 - 1j], np.complex64)
@@ -100,7 +114,8 @@ def test_lax_sort_other_dtypes(run):
     same(bi, np.array([0, 2], np.int32))
 
 
-def test_lax_sort_several_keys(run):
+def test_lax_sort_several_keys(run_sort):
+    run = run_sort
     rng = np.random.default_rng(0)
     k1 = rng.integers(0, 3, (4, 12)).astype(np.int32)
     k2 = rng.standard_normal((4, 12)).astype(np.float32).round(0)
@@ -131,7 +146,8 @@ def test_lax_errors():
         lax.top_k(jnp.ones(3, jnp.complex64), 1)
 
 
-def test_sort_does_not_modify_its_operands(run):
+def test_sort_does_not_modify_its_operands(run_sort):
+    run = run_sort
     # IREE sorts in place: the inputs must keep their values.
     x = jnp.array([3, 1, 2])
     y = jnp.array([30., 10., 20.])
@@ -140,6 +156,98 @@ def test_sort_does_not_modify_its_operands(run):
     same(v, np.array([10., 20., 30.], np.float32))
     same(x, np.array([3, 1, 2], np.int32))
     same(y, np.array([30., 10., 20.], np.float32))
+
+
+# -- the bitonic network (long static sorts) ------------------------------------------------------
+
+def _special_floats(rng, n):
+    """n float32s with NaNs, infinities, both zeros and many ties."""
+    pool = np.array([0.0, -0.0, np.nan, 1.0, -1.0, 2.5, np.inf, -np.inf, -3.0], np.float32)
+    return np.where(rng.random(n) < 0.5, rng.choice(pool, n),
+                    rng.standard_normal(n).astype(np.float32))
+
+
+def _jax_order(x):
+    """Stable argsort in JAX's float order (NaNs last, -0.0 == 0.0)."""
+    return np.argsort(np.where(x == 0, np.float32(0), x), kind="stable")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 37, 1000, 5000])
+def test_network_matches_numpy(n, monkeypatch):
+    # Short lengths reach the network only when forced; 1000 and 5000 take it on their own.
+    monkeypatch.setattr(sorting, "ALWAYS_NETWORK", n < 1000)
+    rng = np.random.default_rng(n)
+    x = _special_floats(rng, n)
+    k1 = rng.integers(-3, 3, n).astype(np.int32)
+    k2 = (rng.integers(0, 4, n) * np.where(rng.random(n) < 0.5, -1, 1)).astype(np.float32)
+    u = rng.integers(0, 256, n).astype(np.uint8)
+    h = rng.integers(-4, 4, n).astype(np.float16)
+    c = (rng.integers(0, 3, n) + 1j * rng.integers(0, 3, n)).astype(np.complex64)
+    payload = np.arange(n, dtype=np.float32) * 0.5
+
+    def f(x, k1, k2, u, h, c, payload):
+        positions = jnp.arange(x.shape[0])
+        return (lax.sort_key_val(x, positions), lax.sort((k1, k2, payload, x), num_keys=2),
+                jnp.argsort(x, descending=True), lax.sort((u, positions), num_keys=1),
+                lax.sort_key_val(h, positions)[1], lax.sort_key_val(c, positions)[1],
+                lax.top_k(x, min(n, 4)), lax.sort(k1, is_stable=False))
+
+    (sx, px), several, desc, (su, pu), ph, pc, (tv, ti), sk = pyree.jit(f)(
+        x, k1, k2, u, h, c, payload)
+    order = _jax_order(x)
+    same(px, order.astype(np.int32))
+    same(sx, x[order])
+    assert list(signbits(sx)) == list(signbits(x[order]))  # the operand's own bits come back
+    order2 = np.lexsort((np.where(k2 == 0, np.float32(0), k2), k1))  # -0.0 ties 0.0
+    for got, want in zip(several, (k1, k2, payload, x)):
+        same(got, want[order2])
+    # Descending: larger first, NaNs first, ties in their original order.
+    same(desc, (n - 1 - _jax_order(x[::-1]))[::-1].astype(np.int32))
+    same(su, np.sort(u))
+    same(pu, np.argsort(u, kind="stable").astype(np.int32))
+    same(ph, np.argsort(h, kind="stable").astype(np.int32))
+    same(pc, np.lexsort((c.imag, c.real)).astype(np.int32))
+    # top_k: IEEE total order (0.0 above -0.0; these NaNs are positive: largest), ties by index.
+    top = np.lexsort((np.arange(n), np.signbit(x), np.where(np.isnan(x), 0, -x),
+                      ~np.isnan(x)))[:4]
+    same(ti, top.astype(np.int32))
+    same(tv, x[top])
+    same(sk, np.sort(k1))
+
+
+def test_network_batch_and_dimension(monkeypatch):
+    monkeypatch.setattr(sorting, "ALWAYS_NETWORK", True)
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 5, (3, 21, 2)).astype(np.int32)
+    floats = _special_floats(rng, 3 * 21 * 2).reshape(3, 21, 2)
+    b = rng.random((4, 2, 9)) < 0.5
+
+    def f(keys, floats, b):
+        return (lax.sort((keys, floats), dimension=1, num_keys=2),
+                jnp.argsort(floats, axis=0, descending=True), jnp.argsort(b, axis=2),
+                jnp.sort(b, axis=0))
+
+    (sk, sf), desc0, ab, sb = pyree.jit(f)(keys, floats, b)
+    for i in range(3):
+        for m in range(2):
+            zeroed = np.where(floats[i, :, m] == 0, np.float32(0), floats[i, :, m])
+            order = np.lexsort((zeroed, keys[i, :, m]))
+            same(sk[i, :, m], keys[i, order, m])
+            same(sf[i, :, m], floats[i, order, m])
+    flipped = np.flip(floats, 0)
+    want = np.flip(2 - np.argsort(np.where(flipped == 0, np.float32(0), flipped), axis=0,
+                                  kind="stable"), 0)
+    same(desc0, want.astype(np.int32))
+    same(ab, np.argsort(b, axis=2, kind="stable").astype(np.int32))
+    same(sb, np.sort(b, axis=0))
+
+
+def test_network_choice():
+    # The cost model: short single rows keep stablehlo.sort; long rows or many rows, the network.
+    assert not sorting._use_network((100,), 0)
+    assert sorting._use_network((1000,), 0)
+    assert sorting._use_network((64, 64), 1)
+    assert not sorting._use_network((8, 8), 0)
 
 
 # -- jnp.sort / argsort / lexsort -------------------------------------------------------------------
@@ -187,7 +295,8 @@ def test_sort_axis_none_matches_numpy(x):
     same(jnp.argsort(x, axis=None), np.argsort(x, axis=None, kind="stable").astype(np.int32))
 
 
-def test_sort_argsort_jit(run):
+def test_sort_argsort_jit(run_sort):
+    run = run_sort
     x = np.array([[3.0, np.nan, -1.0, 0.0], [-0.0, 2.0, 2.0, -np.inf]], np.float32)
 
     def f(x):
@@ -489,3 +598,13 @@ def test_vmap():
     keys = pyree.vmap(lambda k, w: lax.sort_key_val(k, w)[1], in_axes=(1, None))(x.T, w)
     for i in range(3):
         same(keys[i], w[np.argsort(x.T[:, i], kind="stable")])
+
+
+def test_eager_long_sort_takes_the_network():
+    # Eagerly, a sort the network does faster is compiled for its shape (see sorting.py).
+    from pyree.transpiler import sorting
+    rng = np.random.RandomState(3)
+    x = rng.randn(3000).astype(np.float32)
+    assert sorting._use_network(x.shape, 0)
+    np.testing.assert_array_equal(np.asarray(jnp.sort(x)), np.sort(x))
+    np.testing.assert_array_equal(np.asarray(jnp.argsort(x)), np.argsort(x, kind="stable"))

@@ -129,7 +129,9 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     avals_in = [a.aval for a in arrays]
     avals_out = abstract_eval(primitive, avals_in, params, user_loc(3))
 
-    if primitive.name in STATIC_SHAPE_PRIMITIVES:
+    static_when = STATIC_SHAPE_WHEN.get(primitive)
+    if primitive.name in STATIC_SHAPE_PRIMITIVES or (
+            static_when is not None and static_when(avals_in, params)):
         return _apply_static(primitive, arrays, avals_out, params)
     if primitive.name == "stop_gradient":
         return [arrays[0]]
@@ -166,6 +168,9 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
 STATIC_SHAPE_PRIMITIVES: set[str] = {"cond", "while", "scan", "custom_jvp_call",
                                      "custom_vjp_call", "custom_lin", "while_count",
                                      "counted_loop"}
+# Primitives compiled per shape only for some operands: primitive -> predicate(avals, params)
+# (a sort is quadratic in a shape-polymorphic kernel; per shape it can be a sorting network).
+STATIC_SHAPE_WHEN: dict[Any, Any] = {}
 _static_programs: dict[str, Executable] = {}
 
 

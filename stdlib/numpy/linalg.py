@@ -44,6 +44,8 @@ def _loop(n: int, body: Callable, carry: Any) -> Any:
     Beyond ``UNROLL_MAX`` steps this is a plain ``while_loop``, not ``fori_loop``: the counted
     loop's lowering unrolls chunks of steps, which cost compile time here for nothing, and
     IREE 3.13 gave wrong values for an LU's loop followed by a substitution's loop in that form.
+    (Unrolling a few steps per turn of the loop measured no faster, and slower for LU: see
+    ``_lu_factor`` on fusion.)
     """
     if n <= UNROLL_MAX:
         for k in range(n):
@@ -63,68 +65,80 @@ def _index(n: int) -> Any:
 
 
 def _column(x: Any, k: Any) -> Any:
-    """``x[..., :, k]`` for a static or traced ``k``, as a masked sum (no gather)."""
-    cols = lax.broadcasted_iota(_INT, (1, x.shape[-1]), 1)
-    return jnp.sum(jnp.where(cols == k, x, 0), axis=-1)
+    """``x[..., :, k]`` for a static or traced ``k``: a dynamic slice, O(n) reads (a masked sum
+    read the whole matrix, several times a step)."""
+    return _entry(x, k)
 
 
 def _row(x: Any, k: Any) -> Any:
-    """``x[..., k, :]``."""
-    rows = lax.broadcasted_iota(_INT, (x.shape[-2], 1), 0)
-    return jnp.sum(jnp.where(rows == k, x, 0), axis=-2)
+    """``x[..., k, :]`` for a static or traced ``k``."""
+    lead = x.ndim - 2
+    sliced = lax.dynamic_slice(x, (0,) * lead + (k, 0), x.shape[:-2] + (1, x.shape[-1]))
+    return lax.reshape(sliced, x.shape[:-2] + (x.shape[-1],))
 
 
 def _entry(v: Any, k: Any) -> Any:
     """``v[..., k]``."""
-    return jnp.sum(jnp.where(_index(v.shape[-1]) == k, v, 0), axis=-1)
+    sliced = lax.dynamic_slice(v, (0,) * (v.ndim - 1) + (k,), v.shape[:-1] + (1,))
+    return lax.reshape(sliced, v.shape[:-1])
+
+
+def _rows_at(x: Any, index: Any) -> Any:
+    """``x[..., index[..., i], :]`` for each i: rows picked per matrix (a gather, O(rows * m))."""
+    picked = jnp.broadcast_to(index[..., :, None], index.shape + (x.shape[-1],))
+    return jnp.take_along_axis(x, picked, axis=-2, mode="clip")
 
 
 def _lu_factor(a: Any) -> tuple[Any, Any, Any]:
     """LU with partial pivoting of ``a`` (..., n, n): (lu, perm, sign) with
     ``a[..., perm, :] == L @ U``, L unit lower (below lu's diagonal), U upper (lu's upper
     triangle) and sign the permutation's parity (+1/-1). A zero pivot column is left as is
-    (as LAPACK's getrf does), so singular matrices give a zero on U's diagonal."""
+    (as LAPACK's getrf does), so singular matrices give a zero on U's diagonal.
+
+    Rows are not moved while factorizing: each step eliminates column k from the rows not yet
+    used as pivots, in one elementwise pass over the matrix, and records its pivot row; the
+    rows are put in pivot order once, at the end. ``order`` follows the row exchanges LAPACK
+    would make (for the sign). The next step's pivot row is read at the end of a step and
+    carried: read where it is used, the gather would be fused into the elementwise pass, which
+    IREE 3.13 then compiles to scalar code (several times slower)."""
     n = a.shape[-1]
     batch = a.shape[:-2]
     idx = _index(n)
-    rows = lax.broadcasted_iota(_INT, (n, 1), 0)
     cols = lax.broadcasted_iota(_INT, (1, n), 1)
 
+    def pivot_row(a, k, free):
+        """The pivot of column k among the free rows, and its row."""
+        col = jnp.where(free, jnp.abs(_column(a, k)), -1)
+        p = jnp.argmax(col, axis=-1).astype(_INT)
+        return p, _rows_at(a, p[..., None])[..., 0, :]
+
     def step(k, carry):
-        a, perm, sign = carry
+        a, p, row, order, free, sign = carry
         col = _column(a, k)
-        below = idx >= k
-        p = jnp.argmax(jnp.where(below, jnp.abs(col), -1), axis=-1)
-        at_p = idx == jnp.expand_dims(p, -1)
-        at_k = idx == k
-        row_p = _row_select(a, at_p)
-        row_k = _row(a, k)
-        a = jnp.where(jnp.expand_dims(at_k, -1), jnp.expand_dims(row_p, -2),
-                      jnp.where(jnp.expand_dims(at_p, -1), jnp.expand_dims(row_k, -2), a))
-        perm_p = jnp.sum(jnp.where(at_p, perm, 0), axis=-1, keepdims=True)
-        perm_k = _entry(perm, k)[..., None]
-        # (Sums of int32 are int64 under x64: keep the carry's type.)
-        perm = jnp.where(at_k, perm_p, jnp.where(at_p, perm_k, perm)).astype(_INT)
-        sign = jnp.where(p != k, -sign, sign)
-        pivot = _entry(row_p, k)
-        col_k = _entry(col, k)
-        col = jnp.where(at_k, pivot[..., None], jnp.where(at_p, col_k[..., None], col))
+        pivot = _entry(row, k)
+        free = free & (idx != p[..., None])
         safe = jnp.where(pivot == 0, jnp.ones_like(pivot), pivot)
-        after = idx > k
-        lower = jnp.where(after, col / safe[..., None], 0)
-        upper = jnp.where(after, row_p, 0)
-        a = a - lower[..., :, None] * upper[..., None, :]
-        a = jnp.where((cols == k) & (rows > k), lower[..., :, None], a)
-        return a, perm, sign
+        lower = jnp.where(free, col / safe[..., None], 0)
+        upper = jnp.where(idx > k, row, 0)
+        a = jnp.where((cols == k) & free[..., :, None], lower[..., :, None],
+                      a - lower[..., :, None] * upper[..., None, :])
+        # The exchange LAPACK would make: position k with p's position in ``order``.
+        displaced = _entry(order, k)
+        p_position = jnp.sum(jnp.where(order == p[..., None], idx, 0), axis=-1)
+        order = jnp.where(idx == k, p[..., None],
+                          jnp.where(idx == p_position[..., None], displaced[..., None], order))
+        order = order.astype(_INT)
+        sign = jnp.where(displaced != p, -sign, sign)
+        # (After the last step this reads column n - 1 again, unused.)
+        p, row = pivot_row(a, k + 1, free)
+        return a, p, row, order, free, sign
 
-    perm = lax.broadcast_in_dim(idx, batch + (n,), (len(batch),))
+    order = lax.broadcast_in_dim(idx, batch + (n,), (len(batch),))
+    free = jnp.ones(batch + (n,), bool)
     sign = jnp.ones(batch, a.dtype)
-    return _loop(n, step, (a, perm, sign))
-
-
-def _row_select(x: Any, mask: Any) -> Any:
-    """The row of ``x`` (..., n, m) where ``mask`` (..., n) is true (one-hot)."""
-    return jnp.sum(jnp.where(jnp.expand_dims(mask, -1), x, 0), axis=-2)
+    p, row = pivot_row(a, 0, free)
+    a, _, _, order, _, sign = _loop(n, step, (a, p, row, order, free, sign))
+    return _rows_at(a, order), order, sign
 
 
 def _forward_sub(t: Any, b: Any, unit_diagonal: bool) -> Any:
@@ -173,21 +187,23 @@ def _lu_solve(lu: Any, perm: Any, b: Any) -> Any:
 
 def _cholesky_factor(a: Any) -> Any:
     """The lower Cholesky factor of symmetric ``a`` (..., n, n); all NaN where ``a`` is not
-    positive definite (as JAX)."""
+    positive definite (as JAX). Step j writes column j of the factor over column j of the
+    matrix in the same elementwise pass as its update (later steps leave column j alone), and
+    the factor is the lower triangle at the end."""
     n = a.shape[-1]
     idx = _index(n)
+    rows = lax.broadcasted_iota(_INT, (n, 1), 0)
     cols = lax.broadcasted_iota(_INT, (1, n), 1)
 
-    def step(j, carry):
-        a, low = carry
+    def step(j, a):
         col = _column(a, j)
         root = jnp.sqrt(_entry(col, j))
         lcol = jnp.where(idx >= j, col / root[..., None], 0)
-        a = a - lcol[..., :, None] * lcol[..., None, :]
-        low = jnp.where(cols == j, lcol[..., :, None], low)
-        return a, low
+        return jnp.where(cols == j, lcol[..., :, None],
+                         a - lcol[..., :, None] * lcol[..., None, :])
 
-    _, low = _loop(n, step, (a, jnp.zeros_like(a)))
+    a = _loop(n, step, a)
+    low = jnp.where(rows >= cols, a, jnp.zeros((), a.dtype))
     ok = jnp.all(jnp.isfinite(low), axis=(-2, -1), keepdims=True)
     return jnp.where(ok, low, jnp.nan)
 
