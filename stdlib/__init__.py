@@ -34,7 +34,7 @@ _ATTRIBUTES = {
     "tree_structure": "pyree.tree_util",
 }
 _SUBMODULES = {"numpy", "lax", "nn", "tree_util", "tree", "errors", "config", "dtypes", "runtime",
-               "test_util",
+               "test_util", "random",
                "transpiler"}
 
 

@@ -1062,3 +1062,11 @@ def test_other_errors_name_the_line():
     with pytest.raises(TypeError) as info:
         jnp.ones((2, 3)) @ jnp.ones((2, 3))  # matmul mismatch
     assert f"{__file__}:{_line_of('# matmul mismatch')}:" in str(info.value)
+
+
+def test_array_of_a_python_int_checks_the_requested_dtype():
+    assert int(jnp.array(2**31 + 3, dtype=jnp.uint32)) == 2**31 + 3
+    assert jnp.array(2**31 + 3, dtype=jnp.uint32).dtype == jnp.uint32
+    assert int(jnp.array(-1, dtype=jnp.int8)) == -1
+    with pytest.raises(OverflowError, match="uint8"):
+        jnp.array(300, dtype=jnp.uint8)

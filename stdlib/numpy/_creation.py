@@ -66,9 +66,18 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Optional[str
         # An array built from a list is strongly typed, whatever its elements (as in JAX).
         out = convert(out, want or get_aval(out).dtype)
     elif isinstance(object, PY_SCALARS) and not isinstance(object, np.generic):
-        # A Python scalar keeps its weak type unless a dtype is asked for (as in JAX).
-        aval = get_aval(object)
-        out = _scalar_array(object, want or aval.dtype, want is None and aval.weak_type)
+        # A Python scalar keeps its weak type unless a dtype is asked for (as in JAX). With a
+        # dtype, the value must fit that dtype (2**31 fits uint32), not the default int's.
+        if want is not None and isinstance(object, int) and not isinstance(object, bool) \
+                and want.kind in "iu":
+            info = np.iinfo(want)
+            if not info.min <= object <= info.max:
+                raise OverflowError(f"Python int {object} is too large to convert to "
+                                    f"{want}{_where(None)}")
+            out = _scalar_array(object, want, False)
+        else:
+            aval = get_aval(object)
+            out = _scalar_array(object, want or aval.dtype, want is None and aval.weak_type)
     else:
         if want is None and isinstance(object, (list, tuple)):
             # NumPy values in a list keep their dtypes under JAX's promotion: [int8(1), 2] is
