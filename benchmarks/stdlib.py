@@ -1,12 +1,12 @@
 """The stdlib's heavier functions, pyree against JAX and NumPy: sort, gather and scatter-add,
-2-D convolution, cumulative sum, batched linear solves, einsum.
+2-D convolution, cumulative sum, batched linear solves, einsum; and random.normal.
 
     python benchmarks/stdlib.py             # these benchmarks alone (not part of run.py)
 
 Every function is jitted; times are per call, waiting for the result (``compare`` of run.py:
 warm-up, contestants interleaved over rounds, median). All contestants get the same NumPy
-inputs and their results are checked against NumPy's first. The issue behind these sets no
-bar, so the bar column shows 0.
+inputs and their results are checked against NumPy's first. Only random.normal has a bar
+(issue 7: 1.5 x JAX); the others show 0.
 """
 from __future__ import annotations
 
@@ -109,6 +109,22 @@ def bench_einsum(rounds: int) -> dict:
                   numpy_fn, rounds, rtol=1e-3, atol=1e-3)
 
 
+def bench_random_normal(rounds: int) -> dict:
+    """random.normal(key, (1000, 1000)) jitted; NumPy's Generator.standard_normal for scale.
+    pyree's values are checked against JAX's (same key: equal to within 4 ulp)."""
+    gen = np.random.default_rng(0)
+    contestants = {"numpy": lambda: gen.standard_normal((1000, 1000), dtype=np.float32)}
+    results = {}
+    for name, lib, jnp, lax in _libraries():
+        fn = lib.jit(lambda k, lib=lib: lib.random.normal(k, (1000, 1000)))
+        key = lib.random.PRNGKey(0)
+        results[name] = np.asarray(fn(key))
+        contestants[name] = (lambda fn=fn, k=key, lib=lib: lib.block_until_ready(fn(k)))
+    if "jax" in results:
+        np.testing.assert_allclose(results["pyree"], results["jax"], rtol=1e-6, atol=1e-6)
+    return compare(contestants, rounds)
+
+
 def benchmarks(rounds: int) -> list:
     """(name, run, bar) rows in run.py's format."""
     return [
@@ -120,6 +136,7 @@ def benchmarks(rounds: int) -> list:
         ("cumsum 1M f32", lambda: bench_cumsum(rounds), 0),
         ("linalg.solve 100 x 64x64", lambda: bench_solve(rounds), 0),
         ("einsum bij,bjk->bik 64x128x64", lambda: bench_einsum(rounds), 0),
+        ("random.normal(key, (1000, 1000))", lambda: bench_random_normal(rounds), 1.5),
     ]
 
 
