@@ -14,7 +14,6 @@ runtime is made of.
 from __future__ import annotations
 
 import functools
-import math
 import os
 import subprocess
 import sys
@@ -32,14 +31,6 @@ from pyree.test_util import check_grads
 from pyree.transpiler import ad, ir as pir
 
 F64_TOL = dict(atol=1e-6, rtol=1e-6)
-
-
-@pytest.fixture
-def x64():
-    saved = pyree.config.enable_x64
-    pyree.config.update("enable_x64", True)
-    yield
-    pyree.config.update("enable_x64", saved)
 
 
 def f32(*values):

@@ -18,14 +18,6 @@ from pyree import config, nn
 from pyree.test_util import check_grads
 
 
-@pytest.fixture
-def x64():
-    saved = config.enable_x64
-    config.update("enable_x64", True)
-    yield
-    config.update("enable_x64", saved)
-
-
 @pytest.fixture(params=["float32", "float64"])
 def dtype(request):
     """Each test runs in float32 and, with x64 enabled, in float64."""

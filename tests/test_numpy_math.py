@@ -32,14 +32,6 @@ def jit():
     return lambda f, *args: pyree.jit(f)(*args)
 
 
-@pytest.fixture
-def x64():
-    saved = pyree.config.enable_x64
-    pyree.config.update("enable_x64", True)
-    yield
-    pyree.config.update("enable_x64", saved)
-
-
 def close(got, want, rtol, atol=0.0, signed_zeros=True):
     """Values (NaN where NaN) and, for zeros and infinities, signs."""
     got, want = np.asarray(got), np.asarray(want)

@@ -696,10 +696,6 @@ def gather_to_scatter(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
                                    dn.operand_batching_dims, dn.start_indices_batching_dims)
 
 
-def _zeros_of(aval: ShapedArray) -> Any:
-    return zeros(aval.update(weak_type=False))
-
-
 def _full_of(value: Any, aval: ShapedArray) -> Any:
     return P.broadcast_in_dim_p.bind(TypedScalar(value, aval.dtype, False), shape=aval.shape,
                                      broadcast_dimensions=())
@@ -722,7 +718,7 @@ def _gather_transpose(ct, x, idx, *, dimension_numbers, slice_sizes, mode, fill_
     if isinstance(ct, Zero) or not is_undefined(x):
         return [None, None]
     ct = instantiate(ct)
-    out = scatter(_zeros_of(x.aval), idx, ct, gather_to_scatter(dimension_numbers), "add",
+    out = scatter(zeros(x.aval), idx, ct, gather_to_scatter(dimension_numbers), "add",
                   mode, indices_are_sorted, unique_indices)
     return [out, None]
 
@@ -772,10 +768,10 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, combiner, mode,
     u_wins = P.eq_p.bind(u, out_at)
     dtype = x_aval.dtype
     one = lambda mask: P.convert_element_type_p.bind(mask, new_dtype=dtype, weak_type=False)
-    count = P.add_p.bind(one(x_wins), bind(_zeros_of(x_aval), one(u_wins), "add"))
-    total = P.select_p.bind(x_wins, instantiate(tx), _zeros_of(x_aval))
+    count = P.add_p.bind(one(x_wins), bind(zeros(x_aval), one(u_wins), "add"))
+    total = P.select_p.bind(x_wins, instantiate(tx), zeros(x_aval))
     if not isinstance(tu, Zero):
-        total = bind(total, P.select_p.bind(u_wins, tu, _zeros_of(u_aval)), "add")
+        total = bind(total, P.select_p.bind(u_wins, tu, zeros(u_aval)), "add")
     return [out], [P.div_p.bind(total, count)]
 
 
@@ -795,15 +791,15 @@ def _scatter_replace_jvp(x, idx, u, tx, tu, dn, mode, flags):
     ids = P.broadcast_in_dim_p.bind(ids, shape=u_aval.shape,
                                     broadcast_dimensions=tuple(scatter_pos))
     id_aval = x_aval.update(dtype=id_dtype, weak_type=False)
-    landed = scatter(_zeros_of(id_aval), idx, ids, dn, "replace", mode, **flags)
+    landed = scatter(zeros(id_aval), idx, ids, dn, "replace", mode, **flags)
     landed_at = _window_values(landed, idx, u_aval.update(dtype=id_dtype), dn, mode,
                                fill_value=0, **flags)
     u_lands = P.eq_p.bind(landed_at, ids)
     x_stays = P.eq_p.bind(landed, TypedScalar(0, id_dtype, False))
 
     def combine(operand, updates):
-        kept = P.select_p.bind(x_stays, operand, _zeros_of(get_aval(operand)))
-        placed = P.select_p.bind(u_lands, updates, _zeros_of(get_aval(updates)))
+        kept = P.select_p.bind(x_stays, operand, zeros(get_aval(operand)))
+        placed = P.select_p.bind(u_lands, updates, zeros(get_aval(updates)))
         return scatter(kept, idx, placed, dn, "add", mode, **flags)
 
     out = combine(x, u)
@@ -832,7 +828,7 @@ def _scatter_transpose(ct, x, idx, u, *, dimension_numbers, combiner, mode,
         raise NotImplementedError("the transpose of a replacing scatter needs unique indices")
     ct_x = None
     if is_undefined(x):
-        ct_x = ct if combiner == "add" else scatter(ct, idx, _zeros_of(u_aval), dn, "replace",
+        ct_x = ct if combiner == "add" else scatter(ct, idx, zeros(u_aval), dn, "replace",
                                                     mode, **flags)
     ct_u = None
     if is_undefined(u):

@@ -23,8 +23,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from typing import Any
-
 import numpy as np
 
 from . import batching
@@ -312,11 +310,6 @@ lowering_rules[conj_p] = _conj_lowering
 lowering_rules[complex_p] = _complex_lowering
 for _p in (conj_p, complex_p):
     batching.batching_rules[_p] = batching._elementwise_rule(_p)
-
-
-def _zeros_of(like_aval: ShapedArray) -> Any:
-    return P.broadcast_in_dim_p.bind(TypedScalar(0, like_aval.dtype, False),
-                                     shape=like_aval.shape, broadcast_dimensions=())
 
 
 def _t_real(ct, x):

@@ -23,11 +23,11 @@ import numpy as np
 
 from . import eager
 from . import primitives as P
-from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules
+from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules, zeros
 from .batching import batching_rules
 from .ir import ShapedArray
 from .lower import hlo, lowering_rules, mlir, op, scalar_like, tensor_type
-from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval
+from .trace import Primitive, abstract_eval_rules, get_aval
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -286,11 +286,6 @@ def conv(lhs: Any, rhs: Any, *, window_strides, padding, lhs_dilation, rhs_dilat
         precision=precision, preferred_element_type=preferred_element_type)
 
 
-def _zeros(aval: ShapedArray) -> Any:
-    return P.broadcast_in_dim_p.bind(TypedScalar(0, aval.dtype, False), shape=aval.shape,
-                                     broadcast_dimensions=())
-
-
 # -- JVP and transposes ----------------------------------------------------------------------------
 
 def _conv_jvp(primals, tangents, **params):
@@ -333,7 +328,7 @@ def _transpose_lhs(ct, rhs, lhs_aval: ShapedArray, *, window_strides, padding, l
     m_sp = get_aval(ct_c).shape[2:]
     k_sp = get_aval(w_c).shape[2:]
     if lhs_aval.size == 0 or get_aval(ct).size == 0:
-        return _zeros(lhs_aval.update(weak_type=False))
+        return zeros(lhs_aval)
     groups = max(feature_group_count, batch_group_count)
     kernel = _grouped_kernel_transpose(w_c, groups)
     pads = []
@@ -369,7 +364,7 @@ def _transpose_rhs(ct, lhs, rhs_aval: ShapedArray, *, window_strides, padding, l
     m_sp = tuple(get_aval(ct).shape[a] for a in out_spec[2:])
     k_sp = tuple(rhs_aval.shape[a] for a in rhs_spec[2:])
     if rhs_aval.size == 0 or get_aval(ct).size == 0 or lhs_aval.size == 0:
-        return _zeros(rhs_aval.update(weak_type=False))
+        return zeros(rhs_aval)
     pads = []
     for n, m, k, s, (lo, hi), ld, rd in zip(n_sp, m_sp, k_sp, window_strides, padding,
                                            lhs_dilation, rhs_dilation):

@@ -194,12 +194,7 @@ def _conv1d(name: str, a: Any, v: Any, mode: str, precision: Any,
     reverse_out = False
     if name == "correlate":
         if dtype.kind == "c":
-            import pyree.numpy as jnp
-            conj = getattr(jnp, "conj", None)
-            if conj is None:
-                raise NotImplementedError(f"correlate of complex arrays needs the complex "
-                                          f"conjugate, which pyree does not have yet"
-                                          f"{where(None)}")
+            from ._ufuncs import conj
             v = conj(v)
         if n < m:
             # c[k] = sum_j a[j + k] conj(v[j]) equals the reversed correlation of conj(v)
