@@ -84,6 +84,15 @@ def erf_inv(x: Any) -> Any:
     return S.erf_inv_p.bind(_operand("erf_inv", x))
 
 
+def fused_multiply_add(a: Any, b: Any, c: Any) -> Any:
+    """``a * b + c`` rounded once, for arrays of one shape and float dtype (not a JAX API:
+    pyree.random uses it to round as XLA's CPU code does).
+
+    Example: ``fused_multiply_add(x, y, z)``.
+    """
+    return S.fma_p.bind(a, b, c)
+
+
 def lgamma(x: Any) -> Any:
     """``log |Gamma(x)|`` (``jax.lax.lgamma``); +inf at the poles 0, -1, -2, ...
 

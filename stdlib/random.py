@@ -32,6 +32,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from pyree import dtypes, lax
+from pyree._lax_special import fused_multiply_add as _fma
 from pyree import numpy as jnp
 from pyree.numpy._util import canonical_axis, check_arraylike
 from pyree.transpiler.source import where as _where
@@ -40,7 +41,7 @@ from pyree.tree_util import register_pytree_node
 
 __all__ = [
     "PRNGKey", "PRNGKeyArray", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits",
-    "uniform", "normal", "randint", "bernoulli", "permutation", "choice",
+    "uniform", "normal", "truncated_normal", "randint", "bernoulli", "permutation", "choice",
 ]
 
 Shape = Union[int, Sequence[int]]
@@ -410,18 +411,22 @@ def _param(x: Any, dtype: np.dtype) -> Any:
 # --------------------------------------------------------------------------------------------
 
 def _uniform(k0: Any, k1: Any, shape: tuple, dtype: np.dtype, minval: Any, maxval: Any) -> Any:
-    # Note: XLA on CPU contracts ``unit * (maxval - minval) + minval`` into one FMA and IREE
-    # does not, so for a range other than [0, 1) (or any where the product is exact, as in
-    # normal's) a draw can differ from JAX's by one ulp.
     finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
-    word = _random_bits(k0, k1, nbits, shape)
     uint = _UINT_BY_BITS[nbits]
+    # As JAX: a float with fewer than 8 mantissa bits (bfloat16) takes 8 random bits.
+    word_bits = 8 if nmant < 8 else nbits
+    word = _random_bits(k0, k1, word_bits, shape)
+    if word_bits != nbits:
+        word = lax.convert_element_type(word, uint)
     # Keep the top nmant bits as the mantissa of a float in [1, 2), then shift down to [0, 1).
     one_bits = np.array(1.0, dtype).view(uint)
-    mantissa = lax.shift_right_logical(word, np.array(nbits - nmant, uint)) | one_bits
+    mantissa = lax.shift_right_logical(word, np.array(word_bits - nmant, uint)) | one_bits
     unit = lax.bitcast_convert_type(mantissa, dtype) - np.array(1.0, dtype)
-    return jnp.maximum(minval, unit * (maxval - minval) + minval)
+    # One rounding for unit * span + minval, as XLA's CPU code fuses it (and IREE would under
+    # jit, but not eagerly, where each operation runs alone).
+    span = jnp.broadcast_to(maxval - minval, shape)
+    return jnp.maximum(minval, _fma(unit, span, jnp.broadcast_to(minval, shape)))
 
 
 def uniform(key: Any, shape: Shape = (), dtype: Any = np.float32, minval: Any = 0.0,
@@ -450,6 +455,30 @@ def normal(key: Any, shape: Shape = (), dtype: Any = np.float32) -> Any:
     low = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = _uniform(k0, k1, shape, dtype, jnp.asarray(low), jnp.asarray(np.array(1.0, dtype)))
     return np.array(np.sqrt(2), dtype) * lax.erf_inv(u)
+
+
+def truncated_normal(key: Any, lower: Any, upper: Any, shape: Optional[Shape] = None,
+                     dtype: Any = np.float32) -> Any:
+    """Standard normal floats conditioned on ``lower < x < upper`` (inverse CDF of a uniform
+    between the bounds' CDF values); ``shape`` defaults to the bounds' broadcast shape.
+
+    Example: ``random.truncated_normal(key, -2.0, 2.0, (256, 128))`` (as initializers use).
+    """
+    k0, k1, _ = _single_key(key, "truncated_normal")
+    dtype = _check_dtype(dtype, "truncated_normal", "f", "a float dtype")
+    check_arraylike("truncated_normal", lower, upper)
+    lower, upper = _param(lower, dtype), _param(upper, dtype)
+    if shape is None:
+        shape = np.broadcast_shapes(tuple(lower.shape), tuple(upper.shape))
+    shape = _shape_tuple(shape, "truncated_normal")
+    _check_broadcast("truncated_normal", shape, lower.shape, upper.shape)
+    sqrt2 = np.array(np.sqrt(2), dtype)
+    low_cdf, high_cdf = lax.erf(lower / sqrt2), lax.erf(upper / sqrt2)
+    x = sqrt2 * lax.erf_inv(_uniform(k0, k1, shape, dtype, low_cdf, high_cdf))
+    # Rounding can land exactly on a bound; keep draws strictly inside, as JAX does.
+    inf = np.array(np.inf, dtype)
+    return jnp.clip(x, lax.nextafter(lax.stop_gradient(lower), inf),
+                    lax.nextafter(lax.stop_gradient(upper), -inf))
 
 
 def _clip_to(x: Any, dtype: np.dtype) -> Any:
@@ -590,12 +619,11 @@ def choice(key: Any, a: Any, shape: Shape = (), replace: bool = True, p: Any = N
            axis: int = 0) -> Any:
     """Random draws from ``a`` (an int n: ``range(n)``; or an array along ``axis``).
 
-    Only the uniform case (``p=None``) is implemented; with ``replace=False`` it is a prefix
-    of ``permutation``. Example: ``random.choice(key, 10, (3,), replace=False)``.
+    Uniform draws (``p=None``) are bit for bit JAX's (without replacement, a prefix of
+    ``permutation``); ``p`` weights the entries. Example: ``random.choice(key, 10, (3,),
+    replace=False, p=weights)``.
     """
     k0, k1, typed = _single_key(key, "choice")
-    if p is not None:
-        raise NotImplementedError(f"choice with p= is not implemented yet{_where(None)}")
     shape = _shape_tuple(shape, "choice")
     check_arraylike("choice", a)
     if isinstance(a, (int, np.integer)) or (hasattr(a, "shape") and tuple(a.shape) == ()):
@@ -613,7 +641,10 @@ def choice(key: Any, a: Any, shape: Shape = (), replace: bool = True, p: Any = N
     if not replace and count > n:
         raise ValueError(f"cannot take a larger sample ({count}) than population ({n}) when "
                          f"'replace=False'{_where(None)}")
-    if replace:
+    if p is not None:
+        index = _random_samplers.weighted_choice_indices(k0, k1, n, count, replace, p)
+        index = index.reshape(shape)
+    elif replace:
         raw = jnp.stack([k0, k1])
         index = randint(raw, shape, 0, n)
     else:
@@ -622,3 +653,8 @@ def choice(key: Any, a: Any, shape: Shape = (), replace: bool = True, p: Any = N
         return index
     taken = jnp.take(arr, index.reshape(-1), axis=axis)
     return taken.reshape(arr.shape[:axis] + shape + arr.shape[axis + 1:])
+
+
+from pyree import _random_samplers  # noqa: E402  (its samplers build on the functions above)
+from pyree._random_samplers import *  # noqa: E402,F401,F403
+__all__ += _random_samplers.__all__

@@ -245,6 +245,7 @@ _TESTED_WITH_THEIR_FAMILY = {
     "bitcast_convert_type": "test_numpy_math.py", "population_count": "test_numpy_math.py",
     "clz": "test_numpy_math.py", "real": "test_numpy_math.py", "imag": "test_numpy_math.py",
     "conj": "test_numpy_math.py", "complex": "test_numpy_math.py",
+    "fma": "test_numpy_math.py",
 }
 
 

@@ -85,6 +85,34 @@ def test_lax_unary_float64(x64, jit):
               signed_zeros=name != "erf_inv")
 
 
+# jax.lax.erf_inv / jax.lax.erf of these float32s in JAX 0.10.2 on CPU
+ERF_INV_IN = [-0.9990000128746033, -0.5, -0.0010000000474974513, 0.30000001192092896, 0.699999988079071, 0.9999999403953552]
+ERF_INV = [-2.3267576694488525, -0.4769362807273865, -0.0008862271206453443, 0.27246275544166565, 0.7328690886497498, 3.8325066566467285]
+ERF_IN = [-4.0, -2.5, -0.10000000149011612, 0.20000000298023224, 1.2999999523162842, 3.9000000953674316]
+ERF = [-1.0, -0.9995930194854736, -0.11246291548013687, 0.22270257771015167, 0.934008002281189, 1.0]
+
+
+def test_erf_and_erf_inv_float32_bit_for_bit_with_jax(run):
+    got_inv, got_erf = run(lambda a, b: (lax.erf_inv(a), lax.erf(b)),
+                           np.float32(ERF_INV_IN), np.float32(ERF_IN))
+    np.testing.assert_array_equal(np.asarray(got_inv), np.float32(ERF_INV))
+    np.testing.assert_array_equal(np.asarray(got_erf), np.float32(ERF))
+
+
+def test_fused_multiply_add_rounds_once(run):
+    from pyree._lax_special import fused_multiply_add
+    a = np.float32([1 + 2 ** -12, 3.0, -0.1])
+    b = np.float32([1 - 2 ** -12, 1 / 3, 7.0])
+    c = np.float32([-1.0, -1.0, 0.7])
+    want = (a.astype(np.float64) * b + c).astype(np.float32)  # exact product, one rounding
+    got = run(fused_multiply_add, a, b, c)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    assert np.asarray(got)[0] == np.float32(-2.0 ** -24)  # a*b rounded first would give 0
+    check_grads(fused_multiply_add, (jnp.asarray(a), jnp.asarray(b), jnp.asarray(c)), order=2)
+    v = pyree.vmap(fused_multiply_add, in_axes=(0, 0, 0))(a[:, None], b[:, None], c[:, None])
+    np.testing.assert_array_equal(np.asarray(v)[:, 0], want)
+
+
 def _gammas(x):
     return lax.lgamma(x), lax.digamma(x)
 

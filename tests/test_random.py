@@ -33,6 +33,13 @@ PERM2000_HEAD = [1785, 5, 1002, 442, 880, 109, 1429, 1338]
 CHOICE = [9, 2, 0, 7, 2]
 CHOICE_NOREP = [9, 4, 2, 3, 5]
 TYPED_SPLIT3_1 = [1946498123, 2217676430]
+UNIFORM_RANGE = [2.729764223098755, 5.284243583679199, -0.4258296489715576, 0.7736474275588989, 3.212535858154297, 2.362901449203491]
+UNIFORM_BF16 = [0.0390625, 0.0, 0.6640625, 0.1875, 0.5234375, 0.4140625]
+NORMAL_F16 = [-0.99267578125, -0.0189666748046875, -0.984375, -0.61328125, -0.281982421875, 0.270751953125]
+# jax.jit(lambda k: jax.random.normal(k, (1000, 1000)))(PRNGKey(7)): the sum of its bit
+# patterns as uint32s, and its last three values
+NORMAL_1M_SUM_BITS = 2130386308172754
+NORMAL_1M_LAST = [1.89475417137146, -0.6314957737922668, -0.08248096704483032]
 
 KEY = random.PRNGKey(7)
 
@@ -102,12 +109,23 @@ def test_permutation_two_rounds():
     np.testing.assert_array_equal(np.sort(p), np.arange(2000))
 
 
-def test_normal_close_to_jax():
-    # erf_inv differs from XLA's in the last bits (different log1p; XLA fuses FMAs): ≤ 4 ulp.
-    got = np.asarray(random.normal(KEY, (8,)))
-    want = np.asarray(NORMAL, np.float32)
-    assert got.dtype == np.float32
-    assert np.all(np.abs(got - want) <= 4 * np.spacing(np.abs(want)))
+def test_normal_bit_for_bit():
+    # erf_inv rounds as XLA's CPU code does (transpiler/float32_math.py), eagerly and in jit.
+    eq(random.normal(KEY, (8,)), NORMAL, np.float32)
+    eq(pyree.jit(lambda k: random.normal(k, (8,)))(KEY), NORMAL, np.float32)
+    eq(random.normal(KEY, (6,), jnp.float16).astype(np.float32), NORMAL_F16, np.float32)
+    big = np.asarray(pyree.jit(lambda k: random.normal(k, (1000, 1000)))(KEY))
+    assert int(big.view(np.uint32).astype(np.uint64).sum()) == NORMAL_1M_SUM_BITS
+    eq(big[-1, -3:], NORMAL_1M_LAST, np.float32)
+
+
+def test_uniform_ranges_and_bfloat16_bit_for_bit():
+    # unit * (maxval - minval) + minval is one fused multiply-add, as in XLA
+    for got in (random.uniform(KEY, (6,), minval=-3.0, maxval=5.5),
+                pyree.jit(lambda k: random.uniform(k, (6,), minval=-3.0, maxval=5.5))(KEY)):
+        eq(got, UNIFORM_RANGE, np.float32)
+    # bfloat16 (7 mantissa bits) draws 8 random bits per number, as JAX does
+    eq(random.uniform(KEY, (6,), jnp.bfloat16).astype(np.float32), UNIFORM_BF16, np.float32)
 
 
 def test_typed_keys():

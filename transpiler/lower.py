@@ -19,7 +19,7 @@ import numpy as np
 
 from pyree.dtypes import bfloat16
 
-from . import float64_math
+from . import float32_math, float64_math
 from . import primitives as P
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
 
@@ -375,7 +375,8 @@ def broadcast_to_result(ctx: RuleContext, operands: Sequence, avals: Sequence[Sh
     return results
 
 
-_F64, _I64, _BOOL = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_I64, _BOOL = np.dtype(np.int64), np.dtype(np.bool_)
 
 
 class ElementwiseOps:
@@ -446,6 +447,12 @@ class ElementwiseOps:
 
     def clamp(self, x: "Value", lo, hi) -> "Value":
         return self.max(self.min(x, hi), lo)
+
+    def fma(self, a: "Value", b, c) -> "Value":
+        """``a * b + c`` rounded once."""
+        b, c = self.operand(b, a.dtype), self.operand(c, a.dtype)
+        return self.wrap(op("math.fma", [self.type(a.dtype)], [a.value, b.value, c.value]).result,
+                         a.dtype)
 
     def barrier(self, x: "Value") -> "Value":
         """``x``, which IREE may not fuse or analyse across."""
@@ -690,8 +697,22 @@ def _tanh_rule(ctx: RuleContext, x):
     return hlo("multiply", t, hlo("sign", t, x), magnitude)
 
 
+def float32_formula(ctx: RuleContext, formula: Callable, x):
+    """Lower a unary op of float32 (or a narrower float, computed in float32 as XLA does) by
+    ``formula(ops, x)`` (float32_math.py)."""
+    dtype = ctx.avals_in[0].dtype
+    ops = ElementwiseOps(ctx, x, ctx.avals_out[0].shape)
+    value = ops.wrap(x, dtype)
+    if dtype != _F32:
+        value = ops.apply("convert", _F32, value)
+    result = formula(ops, value)
+    return (result if dtype == _F32 else ops.apply("convert", dtype, result)).value
+
+
 def _erf_rule(ctx: RuleContext, x):
-    return op("chlo.erf", [ctx.out_type()], [x]).result
+    if ctx.avals_in[0].dtype == _F64:
+        return op("chlo.erf", [ctx.out_type()], [x]).result
+    return float32_formula(ctx, float32_math.erf, x)  # rounded as JAX's
 
 
 def _cbrt_rule(ctx: RuleContext, x):

@@ -1,9 +1,10 @@
 """Special-function, bit-level and complex-part primitives, with every rule for them:
 erf_inv, erfc, lgamma, digamma, population_count, clz, bitcast_convert_type (equal widths),
-real, imag, conj, complex.
+real, imag, conj, complex, and fma.
 
-* ``erf_inv``, ``erfc``, ``lgamma`` and ``digamma`` lower to CHLO's ops of those names, which
-  IREE expands into polynomials (accurate in float64 too for erf_inv and erfc). The float64
+* ``erfc``, ``lgamma``, ``digamma`` and float64 ``erf_inv`` lower to CHLO's ops of those
+  names, which IREE expands into polynomials (accurate in float64 too for erf_inv and erfc).
+  ``erf_inv`` of 32 bits and less is float32_math's formula, rounded as JAX's. The float64
   expansions of lgamma and digamma call libm's sin/cos, which IREE's embedded linker lacks
   ("undefined symbol: sin"), so float64 has its own formulas here (reflection, recurrence up
   to 15, Stirling/asymptotic series with Bernoulli numbers), written with ``ElementwiseOps``.
@@ -12,6 +13,10 @@ real, imag, conj, complex.
 * ``bitcast_convert_type`` reinterprets bits between types of equal widths (the shape is
   kept). IREE 3.13 crashes ("could not reify") on StableHLO's width-changing bit casts of
   dynamically shaped tensors, which eager mode uses, so lax builds those from shifts.
+* ``fma`` is a fused multiply-add (``a * b + c`` rounded once), lowered to ``math.fma``. The
+  random samplers use it to round exactly where XLA's CPU backend fuses, so that draws are
+  bit for bit JAX's eagerly too (IREE's LLVM backend contracts a single-use multiply feeding
+  an add under jit, as XLA does; eager mode runs each primitive alone and never would).
 * The complex parts are linear: their transposes follow JAX's convention (the real inner
   product Re(a conj b)).
 
@@ -25,12 +30,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import batching
+from . import batching, float32_math
 from . import primitives as P
 from .ad import Zero
 from .ad_rules import add, aval, const, defjvp, defjvp_zero, deflinear, div, mul, neg, sub
 from .ir import ShapedArray
-from .lower import ElementwiseOps, RuleContext, hlo, lowering_rules, op, tensor_type
+from .lower import (ElementwiseOps, RuleContext, float32_formula, hlo, lowering_rules, op,
+                    tensor_type)
 from .trace import Primitive, TypedScalar, abstract_eval_rules
 
 _F64 = np.dtype(np.float64)
@@ -65,7 +71,16 @@ def _chlo_rule(name: str, f64_formula=None):
     return rule
 
 
-lowering_rules[erf_inv_p] = _chlo_rule("erf_inv")
+
+
+def _erf_inv_rule(ctx: RuleContext, x):
+    if ctx.avals_in[0].dtype == _F64:
+        return op("chlo.erf_inv", [ctx.out_type()], [x]).result
+    # float32 rounds as XLA's CPU code does, so random.normal is bit for bit JAX's.
+    return float32_formula(ctx, float32_math.erf_inv, x)
+
+
+lowering_rules[erf_inv_p] = _erf_inv_rule
 lowering_rules[population_count_p] = lambda ctx, x: hlo("popcnt", ctx.out_type(), x)
 lowering_rules[clz_p] = lambda ctx, x: hlo("count_leading_zeros", ctx.out_type(), x)
 
@@ -344,5 +359,26 @@ deflinear(imag_p, _t_imag)
 deflinear(conj_p, _t_conj)
 deflinear(complex_p, _t_complex)
 
+
+fma_p = Primitive("fma")
+
+
+def _fma_rule(a: ShapedArray, b: ShapedArray, c: ShapedArray) -> ShapedArray:
+    for x in (a, b, c):
+        P._check_kinds("fma", x, *P.REAL_FLOATING)
+    if not a.shape == b.shape == c.shape or not a.dtype == b.dtype == c.dtype:
+        raise TypeError(f"fma takes operands of one shape and dtype, got {a.str_short()}, "
+                        f"{b.str_short()} and {c.str_short()}")
+    return ShapedArray(a.shape, a.dtype, a.weak_type and b.weak_type and c.weak_type)
+
+
+abstract_eval_rules[fma_p] = _fma_rule
+lowering_rules[fma_p] = lambda ctx, a, b, c: op("math.fma", [ctx.out_type()], [a, b, c]).result
+batching.batching_rules[fma_p] = batching._elementwise_rule(fma_p)
+
+
+defjvp(fma_p, lambda g, a, b, c: mul(g, b), lambda g, a, b, c: mul(a, g),
+       lambda g, a, b, c: g)
+
 P.ELEMENTWISE.update({erf_inv_p, lgamma_p, digamma_p, population_count_p, clz_p, erfc_p,
-                     bitcast_p, real_p, imag_p, conj_p})
+                     bitcast_p, real_p, imag_p, conj_p, fma_p})

@@ -462,3 +462,6 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
     classes_shape[axis] = num_classes
     classes = jnp.arange(num_classes).reshape(classes_shape)
     return (jnp.expand_dims(x, axis) == classes).astype(dtype)
+
+
+from pyree.nn import initializers  # noqa: E402  (needs the names above; imports random)
