@@ -34,7 +34,7 @@ import numpy as np
 from pyree import dtypes, lax
 from pyree._lax_special import fused_multiply_add as _fma
 from pyree import numpy as jnp
-from pyree.numpy._util import canonical_axis, check_arraylike
+from pyree.numpy._util import canonical_axis, check_arraylike, requested_dtype
 from pyree.transpiler.source import where as _where
 from pyree.transpiler.trace import get_aval
 from pyree.tree_util import register_pytree_node
@@ -361,16 +361,16 @@ def _random_bits(k0: Any, k1: Any, nbits: int, shape: tuple) -> Any:
 
 
 def _check_dtype(dtype: Any, name: str, kinds: str, what: str) -> np.dtype:
+    """A sampler's ``dtype=``: Python's float/int mean the default width; a 64-bit request
+    without x64 warns and gives 32 bits, as in JAX."""
     try:
-        requested = np.dtype(dtype)
+        np.dtype(dtype)
     except TypeError:
         raise TypeError(f"{name}: {dtype!r} is not a dtype{_where(None)}") from None
+    requested = requested_dtype(dtype)
     if not (requested.kind in kinds or "f" in kinds and requested == np.dtype(dtypes.bfloat16)):
         raise ValueError(f"dtype argument to `{name}` must be {what}, got {requested}"
                          f"{_where(None)}")
-    if requested.itemsize == 8 and dtypes.canonicalize_dtype(requested) != requested:
-        raise ValueError(f"{name}: dtype {requested} needs config.enable_x64 (it would be "
-                         f"{dtypes.canonicalize_dtype(requested)} otherwise){_where(None)}")
     return requested
 
 
@@ -429,7 +429,7 @@ def _uniform(k0: Any, k1: Any, shape: tuple, dtype: np.dtype, minval: Any, maxva
     return jnp.maximum(minval, _fma(unit, span, jnp.broadcast_to(minval, shape)))
 
 
-def uniform(key: Any, shape: Shape = (), dtype: Any = np.float32, minval: Any = 0.0,
+def uniform(key: Any, shape: Shape = (), dtype: Any = float, minval: Any = 0.0,
             maxval: Any = 1.0) -> Any:
     """Uniform floats in ``[minval, maxval)``, bit for bit as ``jax.random.uniform``.
 
@@ -443,7 +443,7 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = np.float32, minval: Any = 
     return _uniform(k0, k1, shape, dtype, minval, maxval)
 
 
-def normal(key: Any, shape: Shape = (), dtype: Any = np.float32) -> Any:
+def normal(key: Any, shape: Shape = (), dtype: Any = float) -> Any:
     """Standard normal floats, bit for bit as ``jax.random.normal`` (inverse-CDF of a uniform
     on ``(-1, 1)`` through ``erf_inv``).
 
@@ -458,7 +458,7 @@ def normal(key: Any, shape: Shape = (), dtype: Any = np.float32) -> Any:
 
 
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Optional[Shape] = None,
-                     dtype: Any = np.float32) -> Any:
+                     dtype: Any = float) -> Any:
     """Standard normal floats conditioned on ``lower < x < upper`` (inverse CDF of a uniform
     between the bounds' CDF values); ``shape`` defaults to the bounds' broadcast shape.
 

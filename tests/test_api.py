@@ -104,6 +104,12 @@ relu relu6 gelu silu sigmoid softplus log_sigmoid elu selu leaky_relu softmax lo
 logsumexp one_hot standardize
 """.split()
 
+INITIALIZER_NAMES = """
+zeros ones constant normal uniform truncated_normal variance_scaling glorot_uniform glorot_normal
+xavier_uniform xavier_normal he_uniform he_normal kaiming_uniform kaiming_normal lecun_uniform
+lecun_normal orthogonal
+""".split()
+
 
 def test_the_stdlib_surface_exists():
     from pyree import lax, nn
@@ -111,6 +117,8 @@ def test_the_stdlib_surface_exists():
     missing += [f"jnp.linalg.{n}" for n in LINALG_NAMES if not hasattr(jnp.linalg, n)]
     missing += [f"lax.{n}" for n in LAX_NAMES if not hasattr(lax, n)]
     missing += [f"nn.{n}" for n in NN_NAMES if not hasattr(nn, n)]
+    missing += [f"nn.initializers.{n}" for n in INITIALIZER_NAMES
+                if not hasattr(nn.initializers, n)]
     assert not missing
 
 

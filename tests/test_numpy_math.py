@@ -567,3 +567,11 @@ def test_float64_functions(x64, jit):
         close(g, w, 4e-15)
     close(jit(jnp.arccosh, np.array([1.0 + 1e-12, 2.0, 1e10])),
           np.arccosh(np.array([1.0 + 1e-12, 2.0, 1e10])), 4e-15)
+
+
+def test_complex_constants_under_jit():
+    x = np.array([1 + 1j, -2.0], np.complex64)
+    got = pyree.jit(lambda v: v * 2.0 + (1 + 2j) + v * np.array([1j, 2], np.complex64))(x)
+    want = x * 2 + (1 + 2j) + x * np.array([1j, 2], np.complex64)
+    assert np.asarray(got).dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)

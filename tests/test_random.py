@@ -213,3 +213,25 @@ def test_errors():
         random.uniform(KEY, (3,), minval=jnp.zeros(4))
     with pytest.raises(ValueError, match="replace=False"):
         random.choice(KEY, 3, (5,), replace=False)
+
+
+def test_fold_in_with_a_traced_loop_index():
+    # a signed loop index converted to uint32 inside a while body (IREE needed a bit cast)
+    def draws(key):
+        return pyree.lax.fori_loop(
+            0, 4, lambda i, acc: acc.at[i].set(random.uniform(random.fold_in(key, i))),
+            jnp.zeros(4))
+    want = np.array([float(random.uniform(random.fold_in(KEY, i))) for i in range(4)],
+                    np.float32)
+    np.testing.assert_array_equal(np.asarray(pyree.jit(draws)(KEY)), want)
+
+
+def test_default_dtype_follows_x64(x64):
+    assert random.uniform(KEY, (2,)).dtype == np.float64
+    assert random.normal(KEY, (2,)).dtype == np.float64
+    assert random.uniform(KEY, (2,), jnp.float32).dtype == np.float32
+
+
+def test_float64_without_x64_warns_and_gives_float32():
+    with pytest.warns(UserWarning, match="float64"):
+        assert random.uniform(KEY, (2,), jnp.float64).dtype == np.float32

@@ -107,8 +107,14 @@ def constant(value: Any, aval: ShapedArray):
     ir = mlir()
     array = np.asarray(value, dtype=aval.dtype)
     etype = element_type(aval.dtype)
-    if aval.dtype == bfloat16 or array.dtype.kind == "c":
-        attr = _dense_from_scalars(array, aval, etype)
+    if array.dtype.kind == "c":
+        # The bindings cannot hand back a parsed complex attribute ("Can't cast unknown element
+        # type"): build the constant from its real and imaginary parts.
+        part = aval.update(dtype=np.float32 if array.dtype == np.complex64 else np.float64)
+        return hlo("complex", tensor_type(aval), constant(array.real, part),
+                   constant(array.imag, part))
+    if aval.dtype == bfloat16:
+        attr = _bfloat16_dense(array, aval, etype)
     else:
         if array.dtype == np.bool_:
             array = array.astype(np.uint8)
@@ -117,16 +123,10 @@ def constant(value: Any, aval: ShapedArray):
     return op("stablehlo.constant", [tensor_type(aval)], [], {"value": attr}).result
 
 
-def _dense_from_scalars(array: np.ndarray, aval: ShapedArray, etype):
+def _bfloat16_dense(array: np.ndarray, aval: ShapedArray, etype):
+    """A bfloat16 constant's attribute, bit-cast through uint16 (the builders take NumPy
+    buffers, and NumPy has no bfloat16 of its own)."""
     ir = mlir()
-    if array.dtype.kind == "c":
-        # Complex constants are written as parsed attributes: the builders take real buffers.
-        items = ", ".join(f"({float(v.real)!r}, {float(v.imag)!r})" for v in array.reshape(-1))
-        if array.size == 1:
-            return ir.Attribute.parse(f"dense<{items}> : {tensor_type(aval)}")
-        flat = tensor_type(ShapedArray((array.size,), aval.dtype))
-        return ir.Attribute.parse(f"dense<[{items}]> : {flat}")
-    # bfloat16: bit-cast through uint16.
     bits = np.ascontiguousarray(array.astype(bfloat16)).view(np.uint16).reshape(-1)
     return ir.DenseElementsAttr.get(bits, type=etype, shape=list(aval.shape))
 
@@ -1050,6 +1050,12 @@ def _convert_rule(ctx: RuleContext, x, *, new_dtype, weak_type):
         # e.g. jit(lambda x: jnp.eye(3) @ x)), or fails to compile it: select instead.
         out = ctx.avals_out[0]
         return hlo("select", ctx.out_type(), x, _splat(ctx, 1, out, x), _splat(ctx, 0, out, x))
+    if src.dtype.kind in "iu" and new_dtype.kind in "iu" and \
+            src.dtype.itemsize == new_dtype.itemsize:
+        # Same bits. IREE 3.13 drops a signed<->unsigned convert of scalars in a while body
+        # and then fails ("'arith.addi' op operand must be signless ... got 'ui32'"): fold_in
+        # with a loop index hit it. The bit cast compiles.
+        return hlo("bitcast_convert", ctx.out_type(), x)
     return hlo("convert", ctx.out_type(), x)
 
 
