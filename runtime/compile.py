@@ -18,10 +18,11 @@ from typing import Optional, Sequence
 from pyree import config
 
 # Flags every CPU compile gets: code for this machine's CPU, data tiling (it halved a 1000x1000
-# f32 matmul here) and O3 (it fuses a whole normalisation into one dispatch and made SELU on 1M
-# floats 3x faster here). IREE demotes f64 to f32 by default, changing the signature the
-# runtime checks: with x64 enabled float64 must stay float64. Then IREE's async ABI: functions
-# take wait and signal fences.
+# f32 matmul here; dropped for modules without a wide matmul, see module_flags) and O3 (it
+# fuses a whole normalisation into one dispatch and made SELU on 1M floats 3x faster here).
+# IREE demotes f64 to f32 by default, changing the signature the runtime checks: with x64
+# enabled float64 must stay float64. Then IREE's async ABI: functions take wait and signal
+# fences.
 CPU_FLAGS = (
     "--iree-llvmcpu-target-cpu=host",
     "--iree-opt-data-tiling",
@@ -29,6 +30,27 @@ CPU_FLAGS = (
     "--iree-input-demote-f64-to-f32=false",
 )
 ASYNC_FLAGS = ("--iree-execution-model=async-external",)
+
+# IREE's data tiling re-lays out both operands of each matmul-like op into tiles, in extra
+# dispatches run on every call (pyree passes weights as arguments, so nothing is hoisted). That
+# pays for a wide matmul, but a matrix-vector product reads its matrix once and the relayout
+# triples its memory traffic (measured here, one thread: 2000x2000 @ 2000 2.7 ms tiled, 0.83 ms
+# untiled; 1000 batched 64x64 @ 64 3.0 vs 0.7 ms). IREE has no per-op opt-out and every
+# stablehlo form of a matvec fuses into the same linalg contraction, so the choice is per module:
+# the lowering marks each dot_general that gains from data tiling with DATA_TILING_MARK, and a
+# module without one compiles without the flag. (Contractions IREE raises from multiply + reduce
+# are memory-bound in the same way, so they lose nothing either.)
+DATA_TILING_FLAG = "--iree-opt-data-tiling"
+DATA_TILING_MARK = "pyree.data_tiling"
+
+
+def module_flags(mlir_text: str, flags: Sequence[str]) -> tuple[str, ...]:
+    """``flags`` for this module: without data tiling unless an op in it is marked for it."""
+    flags = tuple(flags)
+    if DATA_TILING_FLAG in flags and DATA_TILING_MARK not in mlir_text:
+        flags = tuple(f for f in flags if f != DATA_TILING_FLAG)
+    return flags
+
 
 _MAGIC = b"PYREEVM1"
 _HEADER = struct.Struct("<8s32sQ")  # magic, sha256 of the payload, payload length
@@ -148,7 +170,7 @@ def compile_mlir(mlir_text: str, flags: Sequence[str], *, cache_text: Optional[s
 
         vmfb = compile_mlir(text, device.target_flags + CPU_FLAGS + ASYNC_FLAGS)
     """
-    flags = tuple(flags)
+    flags = module_flags(mlir_text, flags)
     key = cache_key(cache_text if cache_text is not None else mlir_text, flags)
     payload = _memory_cache.get(key)
     if payload is not None:

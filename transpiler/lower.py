@@ -1430,8 +1430,8 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
             fields.append(f"{name} = [{', '.join(str(int(d)) for d in dims)}]")
     attr = mlir().Attribute.parse(f"#stablehlo.dot<{', '.join(fields)}>")
     lhs_aval, rhs_aval = ctx.avals_in
-    if (_free_size(lhs_aval, lc, lb) == 1 or _free_size(rhs_aval, rc, rb) == 1) and \
-            lhs_aval.size * rhs_aval.size > 1 and not ctx.dynamic:
+    narrow = _is_narrow_contraction(ctx, lc, lb, rc, rb)
+    if narrow and lhs_aval.size * rhs_aval.size > 1:
         # A matrix-vector product: IREE 3.13 fails to compile one that has an elementwise
         # producer fused into it ("large vector sizes", "exceeded stack allocation" for
         # tanh(a) @ w with a of 1000 x 32 and more); a barrier keeps the producer apart.
@@ -1440,8 +1440,22 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
         # batched matvec) and there is no producer to keep apart.
         lhs, rhs = [op("stablehlo.optimization_barrier", [v.type], [v]).result
                     if isinstance(v, mlir().OpResult) else v for v in (lhs, rhs)]
-    return op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs],
-              {"dot_dimension_numbers": attr}).result
+    attributes = {"dot_dimension_numbers": attr}
+    if not narrow:
+        from pyree.runtime.compile import DATA_TILING_MARK
+        # Only a product with two non-trivial free sides gains from IREE's data tiling; a
+        # module without one compiles without it (see runtime/compile.py, module_flags).
+        attributes[DATA_TILING_MARK] = mlir().UnitAttr.get()
+    return op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs], attributes).result
+
+
+def _is_narrow_contraction(ctx: RuleContext, lc, lb, rc, rb) -> bool:
+    """Whether a static dot_general has one side without free dims: a matrix-vector,
+    vector-matrix or dot product, batched or not. Such a product is memory-bound: it reads
+    the larger operand once, so re-laying it out into tiles only adds traffic."""
+    lhs_aval, rhs_aval = ctx.avals_in
+    return not ctx.dynamic and (_free_size(lhs_aval, lc, lb) == 1
+                                or _free_size(rhs_aval, rc, rb) == 1)
 
 
 def _free_size(aval: ShapedArray, contracting: Sequence[int], batch: Sequence[int]) -> int:
