@@ -72,15 +72,17 @@ def accuracy(params, x, labels):
     return jnp.mean(jnp.argmax(predict(params, x), axis=-1) == labels)
 
 
-def main() -> None:
+def train(epochs: int = EPOCHS, verbose: bool = True):
+    """Train from the fixed initialisation; returns (params, test accuracy)."""
     x_train, y_train, x_test, y_test = load_data()
-    print(f"digits: {len(y_train)} training and {len(y_test)} test images of "
-          f"{x_train.shape[1]} pixels")
+    if verbose:
+        print(f"digits: {len(y_train)} training and {len(y_test)} test images of "
+              f"{x_train.shape[1]} pixels")
     params = jax.device_put(init_params([x_train.shape[1], HIDDEN, 10]))
     rng = np.random.RandomState(1)
     steps = len(y_train) // BATCH  # whole batches only: one shape, one compile
     test_acc = 0.0
-    for epoch in range(1, EPOCHS + 1):
+    for epoch in range(1, epochs + 1):
         start = time.perf_counter()
         order = rng.permutation(len(y_train))
         losses = []
@@ -92,8 +94,14 @@ def main() -> None:
         train_acc = float(accuracy(params, x_train, y_train))
         test_acc = float(accuracy(params, x_test, y_test))
         elapsed = time.perf_counter() - start
-        print(f"epoch {epoch:2d}  loss {mean_loss:.4f}  train acc {train_acc:6.2%}  "
-              f"test acc {test_acc:6.2%}  {elapsed * 1e3:7.1f} ms")
+        if verbose:
+            print(f"epoch {epoch:2d}  loss {mean_loss:.4f}  train acc {train_acc:6.2%}  "
+                  f"test acc {test_acc:6.2%}  {elapsed * 1e3:7.1f} ms")
+    return params, test_acc
+
+
+def main() -> None:
+    _, test_acc = train()
     print(f"final test accuracy {test_acc:.2%} (target >= {TARGET_TEST_ACCURACY:.0%})")
     assert test_acc >= TARGET_TEST_ACCURACY, "the MLP did not reach its target accuracy"
 

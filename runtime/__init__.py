@@ -7,6 +7,8 @@ from .aval import ShapedArray
 from .array import Array, device_put_numpy
 from .device import Device, default_device, devices, live_arrays
 from .executable import Executable
+from .loader import InvalidModuleError, LoadedFunction, LoadedModule, load, read_signatures
 
-__all__ = ["Array", "Device", "Executable", "ShapedArray", "default_device", "device_put_numpy",
-           "devices", "live_arrays"]
+__all__ = ["Array", "Device", "Executable", "InvalidModuleError", "LoadedFunction", "LoadedModule",
+           "ShapedArray", "default_device", "device_put_numpy", "devices", "live_arrays", "load",
+           "read_signatures"]

@@ -28,6 +28,7 @@ _ATTRIBUTES = {
     "vjp": "pyree._autodiff", "linearize": "pyree._autodiff", "jacfwd": "pyree._autodiff",
     "jacrev": "pyree._autodiff", "hessian": "pyree._autodiff",
     "vmap": "pyree._vmap",
+    "export": "pyree._export", "export_functions": "pyree._export",
     "custom_jvp": "pyree._custom_derivatives", "custom_vjp": "pyree._custom_derivatives",
     "tree_map": "pyree.tree_util", "tree_flatten": "pyree.tree_util",
     "tree_unflatten": "pyree.tree_util", "tree_leaves": "pyree.tree_util",

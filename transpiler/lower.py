@@ -259,6 +259,35 @@ def lower_closed_ir(closed: ClosedIR, function: str = "main") -> LoweredModule:
         return _finish_module(module, function)
 
 
+def lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]]) -> LoweredModule:
+    """One module of several functions ``(name, closed IR, reflection)`` that take only their
+    inputs: the IRs' constants (closed-over weights) are embedded, so the module runs alone.
+    ``reflection`` (string -> string) becomes the function's ``iree.reflection`` attributes,
+    which IREE's runtime reports for each function of a loaded module."""
+    ir_module = mlir()
+    from iree.compiler.dialects import func
+
+    from .prune import prune_ir
+    with mlir_context(), ir_module.Location.unknown():
+        module = ir_module.Module.create()
+        for name, closed, reflection in functions:
+            ir = prune_ir(closed.ir)
+            arg_types = [tensor_type(v.aval) for v in ir.in_vars]
+            out_types = [tensor_type(a.aval) for a in ir.outs]
+            with ir_module.InsertionPoint(module.body):
+                fn = func.FuncOp(name, ir_module.FunctionType.get(arg_types, out_types))
+                fn.attributes["iree.reflection"] = ir_module.DictAttr.get(
+                    {k: ir_module.StringAttr.get(v) for k, v in reflection.items()})
+                block = fn.add_entry_block()
+                with ir_module.InsertionPoint(block):
+                    consts = [constant(np.asarray(value), var.aval)
+                              for var, value in zip(ir.const_vars, closed.consts)]
+                    lowering = Lowering(dynamic=False)
+                    lowering._input_views.update(block.arguments)
+                    func.ReturnOp(lowering.lower_ir(ir, consts + list(block.arguments)))
+        return _finish_module(module, functions[0][0] if functions else "")
+
+
 def lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
                             avals_out: Sequence[ShapedArray], params: dict,
                             dyn_params: dict[str, int]) -> LoweredModule:
