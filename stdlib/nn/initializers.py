@@ -29,6 +29,8 @@ import numpy as np
 from pyree import dtypes, lax
 from pyree import numpy as jnp
 from pyree import random
+from pyree.numpy.linalg import _loop  # a for loop as a while_loop beyond two steps
+from pyree.random import _shape_tuple
 from pyree.numpy._util import requested_dtype
 from pyree.transpiler.source import where as _where
 from pyree.transpiler.trace import get_aval
@@ -88,20 +90,6 @@ def _no_sharding(out_sharding: Any, name: str) -> None:
                                   f"device); pass None{_where(None)}")
 
 
-def _shape(shape: Any, name: str) -> tuple:
-    """A tuple of non-negative ints (an int alone means a 1-d shape, as random's samplers)."""
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        shape = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"{name}: shape must be a sequence of ints, got {shape!r}"
-                        f"{_where(None)}") from None
-    if any(d < 0 for d in shape):
-        raise ValueError(f"{name}: negative dimension in shape {shape}{_where(None)}")
-    return shape
-
-
 def _is_static(x: Any) -> bool:
     """True for Python numbers and numpy values: hyper-parameters known while tracing."""
     return isinstance(x, (bool, int, float, complex, np.bool_, np.number, np.ndarray))
@@ -133,7 +121,7 @@ def zeros(key: Any, shape: Shape, dtype: Any = None, out_sharding: Any = None) -
         initializers.zeros(random.key(42), (2, 3))   # [[0., 0., 0.], [0., 0., 0.]]
     """
     _no_sharding(out_sharding, "zeros")
-    return jnp.zeros(_shape(shape, "zeros"), _init_dtype(dtype, "zeros"))
+    return jnp.zeros(_shape_tuple(shape, "zeros"), _init_dtype(dtype, "zeros"))
 
 
 def ones(key: Any, shape: Shape, dtype: Any = None, out_sharding: Any = None) -> Any:
@@ -144,7 +132,7 @@ def ones(key: Any, shape: Shape, dtype: Any = None, out_sharding: Any = None) ->
         initializers.ones(random.key(42), (3, 2), jnp.float16)   # float16 ones
     """
     _no_sharding(out_sharding, "ones")
-    return jnp.ones(_shape(shape, "ones"), _init_dtype(dtype, "ones"))
+    return jnp.ones(_shape_tuple(shape, "ones"), _init_dtype(dtype, "ones"))
 
 
 def constant(value: Any, dtype: Any = None) -> Initializer:
@@ -160,7 +148,8 @@ def constant(value: Any, dtype: Any = None) -> Initializer:
     def init(key: Any, shape: Shape, dtype: Any = default_dtype,
              out_sharding: Any = None) -> Any:
         _no_sharding(out_sharding, "constant")
-        return jnp.full(_shape(shape, "constant"), value, dtype=_init_dtype(dtype, "constant"))
+        return jnp.full(_shape_tuple(shape, "constant"), value,
+                        dtype=_init_dtype(dtype, "constant"))
 
     return init
 
@@ -181,7 +170,8 @@ def uniform(scale: Any = 1e-2, dtype: Any = None) -> Initializer:
              out_sharding: Any = None) -> Any:
         _no_sharding(out_sharding, "uniform")
         dtype = _init_dtype(dtype, "uniform")
-        return random.uniform(key, _shape(shape, "uniform"), dtype) * _as_dtype(scale, dtype)
+        draws = random.uniform(key, _shape_tuple(shape, "uniform"), dtype)
+        return draws * _as_dtype(scale, dtype)
 
     return init
 
@@ -199,7 +189,7 @@ def normal(stddev: Any = 1e-2, dtype: Any = None) -> Initializer:
              out_sharding: Any = None) -> Any:
         _no_sharding(out_sharding, "normal")
         dtype = _init_dtype(dtype, "normal")
-        shape = _shape(shape, "normal")
+        shape = _shape_tuple(shape, "normal")
         if dtype.kind == "c":
             if np.iscomplexobj(stddev):
                 raise TypeError(f"normal: stddev must be real, got {stddev!r}{_where(None)}")
@@ -225,7 +215,7 @@ def truncated_normal(stddev: Any = 1e-2, dtype: Any = None, lower: Any = -2.0,
              out_sharding: Any = None) -> Any:
         _no_sharding(out_sharding, "truncated_normal")
         dtype = _init_dtype(dtype, "truncated_normal")
-        draws = random.truncated_normal(key, lower, upper, _shape(shape, "truncated_normal"),
+        draws = random.truncated_normal(key, lower, upper, _shape_tuple(shape, "truncated_normal"),
                                         dtype)
         return draws * _as_dtype(stddev, dtype)
 
@@ -348,7 +338,7 @@ def variance_scaling(scale: Any, mode: str, distribution: str, in_axis: Axes = -
     def init(key: Any, shape: Shape, dtype: Any = default_dtype,
              out_sharding: Any = None) -> Any:
         _no_sharding(out_sharding, "variance_scaling")
-        shape = _shape(shape, "variance_scaling")
+        shape = _shape_tuple(shape, "variance_scaling")
         dtype = _init_dtype(dtype, "variance_scaling")
         if not (_is_float(dtype) or dtype.kind == "c"):
             raise ValueError(f"variance_scaling: dtype must be a floating or complex dtype, "
@@ -507,21 +497,6 @@ def _householder_q(a: Any) -> Any:
     return q * signs[None, :]
 
 
-def _loop(n: int, body: Any, carry: Any) -> Any:
-    """``for k in range(n): carry = body(k, carry)`` as a ``while_loop`` (k a traced int32)
-    beyond two steps, so that the program size does not grow with n."""
-    if n <= 2:
-        for k in range(n):
-            carry = body(k, carry)
-        return carry
-
-    def step(state):
-        k, inner = state
-        return k + 1, body(k, inner)
-
-    start = jnp.zeros((), np.int32)
-    return lax.while_loop(lambda state: state[0] < n, step, (start, carry))[1]
-
 
 def _random_orthogonal(key: Any, n: int, m: int, dtype: np.dtype) -> Any:
     """An n x m matrix with orthonormal rows (n <= m) or columns (n >= m), as
@@ -549,7 +524,7 @@ def orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> In
              out_sharding: Any = None) -> Any:
         _no_sharding(out_sharding, "orthogonal")
         dtype = _init_dtype(dtype, "orthogonal")
-        shape = _shape(shape, "orthogonal")
+        shape = _shape_tuple(shape, "orthogonal")
         if len(shape) < 2:
             raise ValueError(f"orthogonal initializer requires at least a 2D shape, got "
                              f"{shape}{_where(None)}")
@@ -588,7 +563,7 @@ def delta_orthogonal(scale: Any = 1.0, column_axis: int = -1,
              out_sharding: Any = None) -> Any:
         _no_sharding(out_sharding, "delta_orthogonal")
         dtype = _init_dtype(dtype, "delta_orthogonal")
-        shape = _shape(shape, "delta_orthogonal")
+        shape = _shape_tuple(shape, "delta_orthogonal")
         if len(shape) not in (3, 4, 5):
             raise ValueError(f"Delta orthogonal initializer requires a 3D, 4D or 5D shape, "
                              f"got {shape}{_where(None)}")
