@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from sklearn.datasets import load_digits
 
 import pyree as jax  # pyree speaks JAX's API
 import pyree.nn as nn
@@ -29,6 +28,8 @@ TARGET_TEST_ACCURACY = 0.95
 
 
 def load_data(seed: int = 0):
+    from sklearn.datasets import load_digits  # only training needs the data (and scikit-learn)
+
     digits = load_digits()
     images = (digits.data / 16.0).astype(np.float32)  # pixel values are 0..16
     labels = digits.target.astype(np.int32)
