@@ -229,6 +229,22 @@ def test_cli_errors_and_help(tmp_path):
     assert "[2 3]" in _cli("run", str(out), "f", "--input", "[1, 2]").stdout
 
 
+def test_cli_several_functions_statics_and_generic_cpu(tmp_path):
+    source = tmp_path / "fns.py"
+    source.write_text("import pyree.numpy as jnp\n\n"
+                      "def scale(x, *, factor):\n    return x * factor\n\n"
+                      "def shift(x, *, factor):\n    return {'y': x + factor}\n")
+    out = tmp_path / "two.vmfb"
+    done = _cli("compile", f"{source}:scale", f"{source}:shift", "--arg", "f32[3]",
+                "--static", "factor=2.5", "--cpu", "generic", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    m = load(out)
+    x = np.float32([1, 2, 3])
+    np.testing.assert_array_equal(np.asarray(m.scale(x)), x * 2.5)
+    np.testing.assert_array_equal(np.asarray(m.shift(x)["y"]), x + 2.5)
+    assert read_signatures(out)["scale"]["cpu"] == "generic"
+
+
 def test_console_script_is_declared():
     from importlib.metadata import entry_points
     scripts = {e.name: e.value for e in entry_points(group="console_scripts")}

@@ -70,7 +70,7 @@ class Model:
             classes.append(np.asarray(out["classes"])[:len(chunk)])
             probabilities.append(np.asarray(out["probabilities"])[:len(chunk)])
         return {"classes": np.concatenate(classes).tolist(),
-                "probabilities": np.concatenate(probabilities).round(6).tolist()}
+                "probabilities": np.concatenate(probabilities).astype(float).round(6).tolist()}
 
 
 async def _read_body(request: Request) -> bytes:
