@@ -235,3 +235,18 @@ def test_default_dtype_follows_x64(x64):
 def test_float64_without_x64_warns_and_gives_float32():
     with pytest.warns(UserWarning, match="float64"):
         assert random.uniform(KEY, (2,), jnp.float64).dtype == np.float32
+
+
+def test_kolmogorov_smirnov_on_100k_draws():
+    stats = pytest.importorskip("scipy.stats")
+    draws = pyree.jit(lambda k: (random.normal(k, (100_000,)),
+                                 random.uniform(k, (100_000,), minval=-2.0, maxval=3.0),
+                                 random.truncated_normal(k, -1.0, 2.0, (100_000,)),
+                                 random.randint(k, (100_000,), 0, 7)))(random.PRNGKey(11))
+    normal, uniform, truncated, ints = (np.asarray(d, np.float64) for d in draws)
+    for sample, dist in ((normal, stats.norm()), (uniform, stats.uniform(-2.0, 5.0)),
+                         (truncated, stats.truncnorm(-1.0, 2.0))):
+        assert stats.kstest(sample, dist.cdf).pvalue > 1e-3
+    assert truncated.min() > -1.0 and truncated.max() < 2.0
+    counts = np.bincount(ints.astype(np.int64), minlength=7)
+    assert stats.chisquare(counts).pvalue > 1e-3
