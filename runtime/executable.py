@@ -59,13 +59,13 @@ class Executable:
     """
 
     def __init__(self, vmfb: bytes, function: str, device: Device,
-                 out_avals: Sequence[ShapedArray], work: int = 0) -> None:
+                 out_avals: Sequence[ShapedArray], work: int = 0, module=None) -> None:
         self.vmfb = vmfb
         self.function = function
         self.device = device
         self.out_avals = tuple(out_avals)
         self.work = work
-        self._module = None
+        self._module = module  # a VmModule of vmfb already loaded (shared by its functions)
         self._bound: dict[str, tuple] = {}
         self._lock = threading.Lock()
         self._default = None  # the binding for `work`, once known

@@ -257,14 +257,15 @@ class LoadedFunction:
     them). Example: ``model.predict(params, batch)``; ``model.predict.signature``.
     """
 
-    def __init__(self, name: str, vmfb: bytes, signature: dict, device: Device) -> None:
+    def __init__(self, name: str, vmfb: bytes, signature: dict, device: Device,
+                 module: Any = None) -> None:
         self.name = name
         self.signature = signature
         self.device = device
         self.in_avals: list[ShapedArray] = signature["inputs"]["avals"]
         self.out_avals: list[ShapedArray] = signature["outputs"]["avals"]
         self._executable = Executable(vmfb, name, device, self.out_avals,
-                                      work=int(signature.get("work", 0)))
+                                      work=int(signature.get("work", 0)), module=module)
 
     def call_flat(self, leaves: Sequence[Any]) -> Any:
         """Call with the arguments' leaves in flattened order (as ``pyree run`` does)."""
@@ -363,7 +364,7 @@ def load(source: Union[str, os.PathLike, bytes], device: Union[str, Device] = "c
         logits = model.predict(params, np.zeros((32, 784), np.float32))
     """
     data, origin = _read(source)
-    _, signatures = _parse(data, origin)
+    module, signatures = _parse(data, origin)
     target_device = _device(device)
     for name, signature in signatures.items():
         target = signature.get("target", "cpu")
@@ -377,6 +378,7 @@ def load(source: Union[str, os.PathLike, bytes], device: Union[str, Device] = "c
                 f"{origin} was compiled by IREE {built_with} but this runtime is IREE "
                 f"{_runtime_version()}: a .vmfb runs only on the runtime release it was built "
                 f"for; install iree-base-runtime=={built_with} or export it again")
-    functions = {name: LoadedFunction(name, data, signature, target_device)
+    # The module parsed for its signatures serves every function: the file is copied once.
+    functions = {name: LoadedFunction(name, data, signature, target_device, module)
                  for name, signature in signatures.items()}
     return LoadedModule(functions, origin)

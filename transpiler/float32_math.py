@@ -96,12 +96,8 @@ def _horner(ops, coefficients, x, start):
 def erf(ops, x):
     """The error function of float32 ``x``."""
     x2 = x * x
-    p = ops.fma(x2, _c(ops, _ERF_P[0]), _c(ops, _ERF_P[1]))
-    for coefficient in _ERF_P[2:]:
-        p = ops.fma(x2, p, _c(ops, coefficient))
-    q = ops.fma(x2, _c(ops, _ERF_Q[0]), _c(ops, _ERF_Q[1]))
-    for coefficient in _ERF_Q[2:]:
-        q = ops.fma(x2, q, _c(ops, coefficient))
+    p = _horner(ops, _ERF_P[1:], x2, _c(ops, _ERF_P[0]))
+    q = _horner(ops, _ERF_Q[1:], x2, _c(ops, _ERF_Q[0]))
     one = ops.constant(1.0, _F32)
     saturated = ops.select(x < 0.0, -one, one)
     return ops.select(ops.abs(x) >= _ERF_LIMIT, saturated, (x * p) / q)

@@ -66,7 +66,7 @@ class Initializer(Protocol):
 
     def __call__(self, key: Any, shape: Shape, dtype: Any = None,
                  out_sharding: Any = None) -> Any:
-        raise NotImplementedError
+        ...
 
 
 # -- helpers -------------------------------------------------------------------------------------
