@@ -8,6 +8,7 @@ choose per call by the amount of work; buffers from either driver are usable by 
 from __future__ import annotations
 
 import atexit
+import collections
 import gc
 import os
 import threading
@@ -85,6 +86,15 @@ def hal_element_type(dtype: np.dtype):
 
 _ELEMENT_TYPES: dict[str, Any] = {}
 
+
+def put_on(hal, value: np.ndarray):
+    """Copy a host array into a new buffer view of the IREE ``HalDevice`` ``hal``."""
+    rt = iree_runtime()
+    value = np.asarray(value, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+    return hal.allocator.allocate_buffer_copy(
+        memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
+        device=hal, buffer=value, element_type=hal_element_type(value.dtype))
+
 # Per platform: (drivers in order of preference for small and large work, compile flags).
 _PLATFORMS = {
     "cpu": (("local-sync", "local-task"), ("--iree-hal-target-device=local",
@@ -112,11 +122,19 @@ class Device:
         self._hal: dict[str, Any] = {}
         self._hal_modules: dict[str, Any] = {}
         self._lock = threading.Lock()
+        # Signal fences of the calls queued on the worker pool, oldest first (executable.py).
+        self.in_flight: collections.deque = collections.deque()
 
     @property
     def target_flags(self) -> tuple[str, ...]:
         """IREE compiler flags that target this device."""
         return _PLATFORMS[self.platform][1]
+
+    @property
+    def compile_flags(self) -> tuple[str, ...]:
+        """All the IREE compiler flags of a module pyree runs on this device (asynchronous)."""
+        from .compile import ASYNC_FLAGS, CPU_FLAGS
+        return self.target_flags + (CPU_FLAGS if self.platform == "cpu" else ()) + ASYNC_FLAGS
 
     def driver_for(self, work: int) -> str:
         """Which IREE driver runs a call that touches about ``work`` elements."""
@@ -152,12 +170,7 @@ class Device:
 
     def put(self, value: np.ndarray):
         """Copy a host array into a new device buffer view (synchronously)."""
-        rt = iree_runtime()
-        hal = self.hal_device(self._small_driver)
-        value = np.asarray(value, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
-        return hal.allocator.allocate_buffer_copy(
-            memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
-            device=hal, buffer=value, element_type=hal_element_type(value.dtype))
+        return put_on(self.hal_device(self._small_driver), value)
 
     def fetch(self, buffer_view, shape: tuple, dtype: np.dtype) -> np.ndarray:
         """Copy a (ready) device buffer view into a new host array."""
@@ -196,17 +209,25 @@ def devices(platform: str | None = None) -> list[Device]:
         pyree.devices()          # [CpuDevice(id=0)]
     """
     platform = platform or config.platform
-    if platform not in _devices:
-        dev = Device(platform)
+    devs = _devices.get(platform)
+    if devs is None:
+        count = max(1, int(config.num_cpu_devices)) if platform == "cpu" else 1
+        devs = [Device(platform, i) for i in range(count)]
         if platform != "cpu":
-            dev.hal_device()  # fail here, clearly, when the hardware is absent
-        _devices[platform] = [dev]
-    return _devices[platform]
+            devs[0].hal_device()  # fail here, clearly, when the hardware is absent
+        devs = _devices.setdefault(platform, devs)
+    elif platform == "cpu" and len(devs) != max(1, int(config.num_cpu_devices)):
+        raise RuntimeError(
+            f"pyree.config.num_cpu_devices changed to {config.num_cpu_devices} after pyree "
+            f"created its {len(devs)} CPU device(s); set it before the first computation (or "
+            f"with PYREE_NUM_CPU_DEVICES)")
+    return devs
 
 
 def default_device() -> Device:
     """The device computations run on unless told otherwise."""
-    return devices()[0]
+    devs = _devices.get(config.platform)
+    return (devs or devices())[0]
 
 
 def live_arrays() -> list:

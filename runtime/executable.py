@@ -13,10 +13,15 @@ import weakref
 from typing import Sequence
 
 from .array import Array
-from .aval import ShapedArray
+from .aval import ShapedArray, interned
+from . import callbacks
 from . import device as _device_module
 from .device import Device, iree_runtime, vm_instance
 
+
+# Calls on a worker-pool driver that may be queued, not yet finished, before a new call waits
+# for the oldest (each such call is large: at least device.LARGE_WORK element operations).
+MAX_IN_FLIGHT = 16
 
 _loaded: "weakref.WeakSet[Executable]" = weakref.WeakSet()
 
@@ -27,23 +32,9 @@ def _unload_all() -> None:
         exe._bound.clear()
         exe._default = None
         exe._module = None
-    _inline.semaphores.clear()
 
 
 _device_module.exit_hooks.append(_unload_all)
-
-
-class _InlineTimeline(threading.local):
-    """Per thread and device: one semaphore whose value counts that thread's inline calls.
-
-    An inline (local-sync) call has finished when invoke returns, so a thread's calls signal
-    in order and can share a timeline instead of creating a semaphore each (0.4 µs)."""
-
-    def __init__(self) -> None:
-        self.semaphores: dict = {}
-
-
-_inline = _InlineTimeline()
 
 
 class Executable:
@@ -63,7 +54,7 @@ class Executable:
         self.vmfb = vmfb
         self.function = function
         self.device = device
-        self.out_avals = tuple(out_avals)
+        self.out_avals = tuple(interned(a) for a in out_avals)
         self.work = work
         self._module = module  # a VmModule of vmfb already loaded (shared by its functions)
         self._bound: dict[str, tuple] = {}
@@ -84,8 +75,10 @@ class Executable:
                         self._module = rt.VmModule.copy_buffer(instance, self.vmfb)
                     hal = self.device.hal_device(driver)
                     try:
-                        context = rt.VmContext(instance,
-                                               [self.device.hal_module(driver), self._module])
+                        # Host functions the module imports (pure_callback) come before it.
+                        context = rt.VmContext(instance, [
+                            self.device.hal_module(driver),
+                            *callbacks.host_modules(self.vmfb, hal), self._module])
                     except Exception as e:
                         raise _explained(e) from e
                     fn = self._module.lookup_function(self.function)
@@ -110,42 +103,45 @@ class Executable:
         else:
             bound = self._bind(self.device.driver_for(work))
         context, fn, hal, inline = bound
+        device = self.device
         inputs = _VariantList(len(args) + len(ints) + 2)
+        push = inputs.push_ref
         waits = None
         for a in args:
             buffer = a._buffer
-            if buffer is None:
-                raise RuntimeError("an argument Array has been deleted")
-            inputs.push_ref(buffer)
-            fence = a._fence
-            if fence is not None:
+            if buffer is None or a._device is not device:
+                raise _unusable_argument(a, device)
+            push(buffer)
+            if a._fence is not None:
                 if waits is None:
-                    waits = [fence]
+                    waits = [a._fence]
                 else:
-                    waits.append(fence)
+                    waits.append(a._fence)
         for i in ints:
             inputs.push_int(i)
         if waits is None:
-            inputs.push_ref(_Fence(0))
+            push(_NO_FENCE)
         else:
-            inputs.push_ref(waits[0] if len(waits) == 1 else _Fence.join(waits))
+            push(waits[0] if len(waits) == 1 else _Fence.join(waits))
         if inline:
-            timeline = _inline.semaphores.get(hal)
-            if timeline is None:
-                timeline = _inline.semaphores[hal] = [hal.create_semaphore(0), 0]
-            timeline[1] += 1
-            inputs.push_ref(_Fence.create_at(timeline[0], timeline[1]))
-            fence = None  # local-sync has finished by the time invoke returns
+            # local-sync has finished by the time invoke returns: nothing to signal (an empty
+            # fence is a valid signal fence, and saves creating a semaphore point per call).
+            push(_NO_FENCE)
+            fence = None
         else:
             fence = _Fence.create_at(hal.create_semaphore(0), 1)
-            inputs.push_ref(fence)
+            push(fence)
+            # Bound the calls queued ahead of the device: each holds its buffers until it runs,
+            # and an unthrottled loop of calls grew resident memory by gigabytes here.
+            in_flight = device.in_flight
+            in_flight.append(fence)
+            if len(in_flight) > MAX_IN_FLIGHT:
+                _wait_oldest(in_flight)
         avals = self.out_avals if out_avals is None else out_avals
         outputs = _VariantList(len(avals))
         try:
             context.invoke(fn, inputs, outputs)
         except Exception as e:
-            if inline:  # the timeline may be left failed or behind: start a fresh one
-                _inline.semaphores.pop(hal, None)
             explained = _explained(e)
             if explained is e:
                 raise
@@ -153,33 +149,59 @@ class Executable:
         if wait and fence is not None:
             fence.wait()
             fence = None
-        device = self.device
         new = Array.__new__
+        get = outputs.get_as_object
         results = []
-        for i, aval in enumerate(avals):
+        i = 0
+        for aval in avals:
             out = new(Array)
-            out._buffer = outputs.get_as_object(i, _BufferView)
+            out._buffer = get(i, _BufferView)
             out._fence = fence
             out.aval = aval
             out._device = device
             out._npy = None
             results.append(out)
+            i += 1
         return results
 
 
 def _load_types() -> None:
-    global _VariantList, _Fence, _BufferView
+    global _VariantList, _Fence, _BufferView, _NO_FENCE
     rt = iree_runtime()
     _VariantList, _Fence, _BufferView = rt.VmVariantList, rt.HalFence, rt.HalBufferView
+    _NO_FENCE = rt.HalFence(0)  # holds no semaphore: never waits, never changes, so shared
 
 
-_VariantList = _Fence = _BufferView = None
+_VariantList = _Fence = _BufferView = _NO_FENCE = None
 _load_types()
+
+
+def _wait_oldest(in_flight) -> None:
+    try:
+        oldest = in_flight.popleft()
+    except IndexError:  # another thread took it
+        return
+    try:
+        oldest.wait()
+    except Exception:  # that call failed: whoever reads its results gets the error
+        pass
+
+
+def _unusable_argument(array: Array, device: Device) -> Exception:
+    if array._buffer is None:
+        return RuntimeError("an argument Array has been deleted")
+    return ValueError(
+        f"an argument Array is on {array._device} but this function runs on {device}; pyree "
+        f"does not move arrays between devices implicitly: copy it with "
+        f"pyree.device_put(x, {device!r}) first")
 
 
 def _explained(error: Exception) -> Exception:
     """``error`` from IREE's runtime, or a clearer one for the failures known to come from
     IREE itself rather than from the program's inputs."""
+    original = callbacks.take_callback_error()
+    if original is not None:  # a host callback raised: that exception, not IREE's report of it
+        return original
     match = re.search(r"binding count (\d+) > (\d+)", str(error))
     if match:
         return RuntimeError(

@@ -33,9 +33,10 @@ _ATTRIBUTES = {
     "tree_map": "pyree.tree_util", "tree_flatten": "pyree.tree_util",
     "tree_unflatten": "pyree.tree_util", "tree_leaves": "pyree.tree_util",
     "tree_structure": "pyree.tree_util",
+    "pure_callback": "pyree.transpiler.host_callbacks",
 }
 _SUBMODULES = {"numpy", "lax", "nn", "tree_util", "tree", "errors", "config", "dtypes", "runtime",
-               "test_util", "random",
+               "test_util", "random", "debug",
                "transpiler"}
 
 

@@ -27,6 +27,7 @@ from pyree.runtime import compile as rcompile
 from pyree.runtime.aval import ShapedArray
 from pyree.runtime.device import Device
 from pyree.runtime.loader import SIGNATURE_KEY, FORMAT_VERSION, decode_tree
+from pyree.transpiler.host_callbacks import uses_host_callbacks
 from pyree.transpiler.jit import JitFunction, ShapeDtypeStruct, estimate_work
 from pyree.transpiler.lower import lower_for_export
 
@@ -212,6 +213,9 @@ def _trace(name: str, fn: Callable, specs: Sequence[Any], kwargs: Mapping[str, A
     if closed.has_token:
         raise ExportError(f"{name}: functions with runtime checks (assert on traced values) "
                           f"cannot be exported yet")
+    if uses_host_callbacks(closed.ir.eqns):
+        raise ExportError(f"{name}: functions that call pyree.pure_callback cannot be exported: "
+                          f"the callback is Python code, which a .vmfb cannot carry")
     signature = {
         "format": FORMAT_VERSION, "function": name, "source": source,
         "inputs": {"tree": encode_tree(in_tree, f"{name}'s arguments"),

@@ -236,6 +236,8 @@ def _primitives_in(closed) -> set:
 _CREATED_BY_AD = {"while_count", "counted_loop", "custom_lin"}
 # Primitives that only exist inside vmap: their derivatives are tested in test_vmap_composition.
 _CREATED_BY_AD |= {"psum"}
+# A JVP rule that refuses with a clear error (grad of pure_callback), tested in test_callbacks.py.
+_CREATED_BY_AD |= {"pure_callback"}
 # Primitives whose derivatives are tested (check_grads) with the rest of their family.
 _TESTED_WITH_THEIR_FAMILY = {
     "gather": "test_gather_scatter.py", "scatter": "test_gather_scatter.py",

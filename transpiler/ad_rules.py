@@ -631,7 +631,7 @@ transpose_rules[P.dot_general_p] = _t_dot_general
 # uses them runs them on the primal values (once, as JAX's debug.print under grad) and gives
 # them nothing to differentiate.
 
-from .checks import check_p, debug_print_p  # noqa: E402
+from .checks import check_p  # noqa: E402
 
 
 def _effect_jvp(prim):
@@ -641,7 +641,6 @@ def _effect_jvp(prim):
     return rule
 
 
-jvp_rules[debug_print_p] = _effect_jvp(debug_print_p)
 jvp_rules[check_p] = _effect_jvp(check_p)
 
 # -- collectives over a vmap's named axis ------------------------------------------------------------

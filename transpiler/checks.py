@@ -4,7 +4,9 @@ Both lower to ``flow.tensor.trace`` ops that hand tensors to a host handler whil
 runs (runtime/callbacks.py), so they happen at every call, in program order, and only on the
 paths the program takes.
 
-* ``debug_print[key] *values`` prints with the formatter registered under ``key``.
+* ``debug_callback[callback, batch] *values`` calls ``callback`` with the values as NumPy
+  arrays (``print``, ``pyree.debug.print``/``callback``). Under ``vmap`` the values carry
+  leading batch axes of sizes ``batch``; a per-example callback is called once per example.
 * ``check[key] ok token`` reports ``token`` to the host when ``ok`` is false; the jitted call
   that passed ``token`` raises the check's AssertionError once the program has finished.
 """
@@ -23,16 +25,13 @@ from pyree import tree_util
 from pyree.runtime import callbacks
 
 from .ir import ShapedArray
-from .lower import _compare, lowering_rules, mlir, op, scalar_like
+from .lower import _compare, index_constant, lowering_rules, mlir, op, scalar_like
 from .source import user_loc
 from .trace import (Primitive, Tracer, _state, abstract_eval_rules, current_builder,
                     effectful_primitives)
 
-debug_print_p = Primitive("debug_print", multiple_results=True)
 check_p = Primitive("check", multiple_results=True)
-effectful_primitives.update({debug_print_p, check_p})
-
-abstract_eval_rules[debug_print_p] = lambda *values, key: []
+effectful_primitives.add(check_p)
 
 
 def _check_abstract_eval(ok: ShapedArray, token: ShapedArray, *, key: str) -> list:
@@ -46,13 +45,16 @@ abstract_eval_rules[check_p] = _check_abstract_eval
 
 def _trace_op(key: str, values) -> None:
     from iree.compiler.dialects import flow
-    flow.TensorTraceOp(key, list(values), [])
-
-
-def _debug_print_lowering(ctx, *values, key):
-    # IREE cannot parse back a trace of no values: give it one the handler ignores.
-    _trace_op(key, values or [scalar_like(0, np.int8)])
-    return []
+    ir = mlir()
+    # Unknown dimensions (eager kernels) are passed along with the values.
+    dims = []
+    for value in values:
+        shaped = ir.RankedTensorType(value.type)
+        for i in range(shaped.rank):
+            if shaped.is_dynamic_dim(i):
+                dims.append(op("tensor.dim", [ir.IndexType.get()],
+                               [value, index_constant(i)]).result)
+    flow.TensorTraceOp(key, list(values), dims)
 
 
 def _check_lowering(ctx, ok, token, *, key):
@@ -70,8 +72,75 @@ def _check_lowering(ctx, ok, token, *, key):
     return []
 
 
-lowering_rules[debug_print_p] = _debug_print_lowering
 lowering_rules[check_p] = _check_lowering
+
+
+# -- debug callbacks -------------------------------------------------------------------------------
+
+debug_callback_p = Primitive("debug_callback", multiple_results=True)
+effectful_primitives.add(debug_callback_p)
+
+
+class DebugCallback:
+    """What a ``debug_callback`` equation calls: ``fn(arrays)`` with one NumPy array per traced
+    value. ``per_example``: under ``vmap``, call it once per example (``pyree.debug.print``,
+    as JAX) rather than once with the whole batch (Python's ``print``, which shows the batch).
+    ``parts`` are stable across processes (they name the compiled key); ``identity`` tells
+    two callbacks from the same source position apart."""
+
+    __slots__ = ("fn", "per_example", "parts", "identity")
+
+    def __init__(self, fn: Any, per_example: bool, parts: Any, identity: tuple) -> None:
+        self.fn = fn
+        self.per_example = per_example
+        self.parts = parts
+        self.identity = identity
+
+    def run(self, arrays: list, batch: tuple = ()) -> None:
+        """Call ``fn`` on ``arrays`` whose leading axes of sizes ``batch`` are vmapped ones."""
+        if not batch or not self.per_example:
+            self.fn(list(arrays))
+            return
+        for index in np.ndindex(*batch):
+            self.fn([a[index] for a in arrays])
+
+    # Equal callbacks (same source position and text, same user function) may share compiled
+    # code: eager kernels are cached by their parameters.
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, DebugCallback) and self.per_example == other.per_example
+                and repr(self.parts) == repr(other.parts)
+                and callbacks.same_identity(self.identity, other.identity))
+
+    def __hash__(self) -> int:
+        return hash((self.per_example, repr(self.parts)))
+
+    def __repr__(self) -> str:
+        return f"DebugCallback({getattr(self.fn, '__qualname__', self.fn)})"
+
+
+abstract_eval_rules[debug_callback_p] = lambda *values, callback, batch: []
+
+
+def _debug_callback_lowering(ctx, *values, callback: DebugCallback, batch: tuple):
+    count = len(values)
+
+    def handler(arrays: list) -> None:
+        callback.run(arrays[:count], batch)
+
+    key = callbacks.register_unique("debug", (callback.parts, batch, count),
+                                    callback.identity + (batch,), handler)
+    _trace_op(key, values or [scalar_like(0, np.int8)])
+    return []
+
+
+lowering_rules[debug_callback_p] = _debug_callback_lowering
+
+
+def debug_callback(fn: Any, values: list, *, per_example: bool, parts: Any,
+                   identity: tuple) -> None:
+    """Call ``fn(arrays)`` when the program runs, with ``values`` (tracers) as NumPy arrays."""
+    debug_callback_p.bind(*values, callback=DebugCallback(fn, per_example, parts, identity),
+                          batch=())
 
 
 def _stable_key(kind: str, *parts: Any) -> str:
@@ -81,7 +150,7 @@ def _stable_key(kind: str, *parts: Any) -> str:
     return f"pyree.{kind}.{digest}"
 
 
-# -- print ------------------------------------------------------------------------------------------
+# -- print -----------------------------------------------------------------------------------------
 
 def traced_print(*args: Any, sep: Optional[str] = " ", end: Optional[str] = "\n", file: Any = None,
                  flush: bool = False) -> None:
@@ -93,22 +162,23 @@ def traced_print(*args: Any, sep: Optional[str] = " ", end: Optional[str] = "\n"
     traced = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tracer)]
     static = {i: leaf for i, leaf in enumerate(leaves) if not isinstance(leaf, Tracer)}
     loc = user_loc(2)
-    key = _stable_key("print", loc and (loc.filename, loc.line, loc.col), treedef,
-                      sorted((i, repr(v)) for i, v in static.items()), sep, end)
+    parts = ("print", loc and (loc.filename, loc.line, loc.col), repr(treedef),
+             sorted((i, repr(v)) for i, v in static.items()), sep, end)
     stream = file
 
-    def handler(arrays: list) -> None:
+    def show(arrays: list) -> None:
         values = dict(static)
-        values.update(zip(traced, arrays[:len(traced)]))
+        values.update(zip(traced, arrays))
         shown = tree_util.tree_unflatten(treedef, [values[i] for i in range(len(leaves))])
         builtins.print(*shown, sep=sep, end=end, file=stream if stream is not None else
                        sys.stdout, flush=flush)
 
-    callbacks.register(key, handler)
-    debug_print_p.bind(*[leaves[i] for i in traced], key=key)
+    # Python's print under vmap shows the whole batch (it is one statement of the program).
+    debug_callback(show, [leaves[i] for i in traced], per_example=False, parts=parts,
+                   identity=(stream,))
 
 
-# -- checks -----------------------------------------------------------------------------------------
+# -- checks ----------------------------------------------------------------------------------------
 
 _failures: dict[int, list[str]] = {}
 _failures_lock = threading.Lock()
@@ -144,3 +214,6 @@ def add_check(ok: Any, message: str) -> None:
 
     callbacks.register(key, handler)
     check_p.bind(ok, top.check_token, key=key)
+
+
+from . import host_callbacks  # noqa: E402,F401 (registers the rules of debug_callback)

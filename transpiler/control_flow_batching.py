@@ -24,7 +24,7 @@ from pyree import tree_util
 from . import primitives as P
 from .batching import (BatchAxis, batch_eval, batch_region, batched_aval, batching_rules,
                        move_to, moveaxis, region_out_batched, to_front)
-from .checks import check_p, debug_print_p
+from .checks import check_p
 from .control_flow import cond_p, scan_p, trace_region, while_p
 from .control_flow_ad import _take, counted_loop_p, while_count_p
 from .custom_derivatives import (CallInfo, _with_nondiff, custom_jvp_call_p, custom_lin_p,
@@ -375,13 +375,6 @@ batching_rules[custom_lin_p] = _custom_lin_rule
 
 # -- effects ---------------------------------------------------------------------------------------
 
-def _debug_print_rule(axis, values, dims, *, key):
-    """Prints the whole batch (batch axis first) where the value is batched."""
-    values = [x if d is None else moveaxis(x, d, 0) for x, d in zip(values, dims)]
-    debug_print_p.bind(*values, key=key)
-    return [], []
-
-
 def _check_rule(axis, values, dims, *, key):
     """The assertion must hold for every example."""
     (ok, token), (ok_dim, token_dim) = values, dims
@@ -393,5 +386,4 @@ def _check_rule(axis, values, dims, *, key):
     return [], []
 
 
-batching_rules[debug_print_p] = _debug_print_rule
 batching_rules[check_p] = _check_rule
