@@ -4,6 +4,7 @@
     python benchmarks/run.py --rounds 9
     python benchmarks/ad.py             # only the gradient benchmarks (MLP step, scan RNN)
     python benchmarks/vmap.py           # only the vmap benchmarks (per-example grads, matvec)
+    python benchmarks/runtime.py        # only the runtime benchmarks (async dispatch, small calls)
 
 Each benchmark alternates the contestants over several rounds and reports the median round,
 so that a noisy machine hurts all of them alike. Times are per call, waiting for the result
@@ -192,7 +193,13 @@ def bench_first_call(rounds: int) -> dict:
     return result
 
 
+class Share(float):
+    """A result that is a fraction of something (printed as a percentage), not seconds."""
+
+
 def fmt(seconds: float) -> str:
+    if isinstance(seconds, Share):
+        return f"{seconds * 100:9.2f} %"
     if seconds < 1e-3:
         return f"{seconds * 1e6:9.1f} us"
     return f"{seconds * 1e3:9.3f} ms"
@@ -239,6 +246,8 @@ def main() -> None:
     benchmarks += ad_benchmarks(args.rounds)
     from vmap import benchmarks as vmap_benchmarks  # benchmarks/vmap.py
     benchmarks += vmap_benchmarks(args.rounds)
+    from runtime import benchmarks as runtime_benchmarks  # benchmarks/runtime.py
+    benchmarks += runtime_benchmarks(args.rounds)
     rows, results = [], {}
     for name, run, bar in benchmarks:
         times = run()

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .aval import ShapedArray
+from .aval import ShapedArray, interned
 from .device import Device, default_device
 
 
@@ -96,7 +96,16 @@ class Array:
 
     def is_ready(self) -> bool:
         """True when the value is computed (never waits)."""
-        return self._fence is None
+        fence = self._fence
+        if fence is None:
+            return True
+        try:
+            if not fence.wait(timeout=0):
+                return False
+        except Exception:  # the computation failed: reading the value raises the error
+            return True
+        self._fence = None
+        return True
 
     def _check_alive(self) -> None:
         if self._buffer is None:
@@ -202,7 +211,7 @@ def device_put_numpy(value: np.ndarray, device: Optional[Device] = None,
     """Copy a NumPy array (already of a canonical dtype) to a device as an Array."""
     device = device or default_device()
     value = np.asarray(value)
-    aval = ShapedArray(value.shape, value.dtype, weak_type)
+    aval = interned(ShapedArray(value.shape, value.dtype, weak_type))
     return Array(device.put(value), aval, device)
 
 

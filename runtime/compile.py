@@ -168,7 +168,7 @@ def compile_mlir(mlir_text: str, flags: Sequence[str], *, cache_text: Optional[s
 
     Example::
 
-        vmfb = compile_mlir(text, device.target_flags + CPU_FLAGS + ASYNC_FLAGS)
+        vmfb = compile_mlir(text, device.compile_flags)
     """
     flags = module_flags(mlir_text, flags)
     key = cache_key(cache_text if cache_text is not None else mlir_text, flags)

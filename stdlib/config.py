@@ -17,11 +17,15 @@ from typing import Any, Callable
 _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     "enable_x64": (False, "PYREE_ENABLE_X64", None),
     "debug_nans": (False, "PYREE_DEBUG_NANS", None),
+    "debug_infs": (False, "PYREE_DEBUG_INFS", None),
     # Where compiled modules are kept between processes; None = the user's cache directory.
     "cache_dir": (None, "PYREE_CACHE_DIR", str),
     # False switches the on-disk compilation cache off (the in-memory cache stays).
     "disk_cache": (True, "PYREE_DISK_CACHE", None),
     "platform": ("cpu", "PYREE_PLATFORM", str),
+    # How many CPU devices ``pyree.devices("cpu")`` has (each its own IREE device; like JAX's
+    # jax_num_cpu_devices, for programs and tests that place arrays on several devices).
+    "num_cpu_devices": (1, "PYREE_NUM_CPU_DEVICES", int),
 }
 
 

@@ -1003,5 +1003,11 @@ class _ControlFlow(ast.NodeTransformer):
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
                 func.value.id == OPS:
             return node
-        return ast.copy_location(ast.Call(func=_ops("call"), args=[func] + node.args,
+        # The wrapper's own nodes take the call's position too: left without one, they get the
+        # enclosing statement's, and Python reports that line for the call (inside converted
+        # if/while bodies, the line an error names would be the branch's, not the call's).
+        wrapper = _ops("call")
+        for sub in ast.walk(wrapper):
+            ast.copy_location(sub, node)
+        return ast.copy_location(ast.Call(func=wrapper, args=[func] + node.args,
                                           keywords=node.keywords), node)

@@ -9,20 +9,21 @@ every rank. Reshapes are free: a new view of the same buffer.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from pyree.runtime import compile as rcompile
 from pyree.runtime.array import Array, device_put_numpy
-from pyree.runtime.device import default_device, iree_runtime
+from pyree.runtime.device import Device, default_device, iree_runtime
 from pyree.runtime.executable import Executable
 
+from . import nan_check
 from . import primitives as P
 from .ir import ShapedArray
 from .lower import lower_primitive_dynamic
 from .trace import TypedScalar, abstract_eval, canonicalize_array, get_aval
-from .source import user_loc
+from .source import user_loc, where
 
 # Params that vary with the shape: passed to the kernel as i64 arguments, not compiled in.
 DYNAMIC_PARAMS: dict[Any, tuple[str, ...]] = {
@@ -51,21 +52,19 @@ _kernels: dict[tuple, Executable] = {}
 
 
 def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[ShapedArray],
-            params: dict, dyn_counts: dict[str, int]) -> Executable:
+            params: dict, dyn_counts: dict[str, int], device: Device) -> Executable:
     static = tuple((k, v) for k, v in params.items() if k not in dyn_counts)
     key = (primitive, static, tuple((a.dtype, a.ndim) for a in avals_in),
-           tuple((a.dtype, a.ndim) for a in avals_out), tuple(dyn_counts.items()))
+           tuple((a.dtype, a.ndim) for a in avals_out), tuple(dyn_counts.items()), device)
     kernel = _kernels.get(key)
     if kernel is None:
-        device = default_device()
         static_params = dict(static)
         for name in dyn_counts:
             static_params[name] = params[name]
         module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params, dyn_counts)
         # compile_mlir makes concurrent requests for one module compile it once.
-        vmfb = rcompile.compile_mlir(
-            module.text, device.target_flags + rcompile.CPU_FLAGS + rcompile.ASYNC_FLAGS,
-            cache_text=module.text_without_locations)
+        vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
+                                     cache_text=module.text_without_locations)
         kernel = _kernels.setdefault(key, Executable(vmfb, module.function, device, avals_out))
     return kernel
 
@@ -86,19 +85,21 @@ def scalar_key(x: Any) -> tuple:
     return (t, x)
 
 
-def to_array(x: Any) -> Array:
-    """An operand as a device Array (Python scalars become cached weakly-typed 0-d Arrays)."""
+def to_array(x: Any, device: Optional[Device] = None) -> Array:
+    """An operand as an Array on ``device`` (default: the default device; Python scalars
+    become cached weakly-typed 0-d Arrays). Arrays are returned as they are."""
     if isinstance(x, Array):
         return x
     if isinstance(x, (np.ndarray, np.generic)):  # before scalars: np.float64 is a float
-        return device_put_numpy(canonicalize_array(np.asarray(x)))
+        return device_put_numpy(canonicalize_array(np.asarray(x)), device)
     if isinstance(x, (bool, int, float, complex, TypedScalar)):
         aval = get_aval(x)
         value = x.value.item() if isinstance(x, TypedScalar) else x
-        key = (scalar_key(value), aval.dtype, aval.weak_type)
+        key = (scalar_key(value), aval.dtype, aval.weak_type, device)
         cached = _scalar_cache.get(key)
         if cached is None:
-            cached = device_put_numpy(np.asarray(value, aval.dtype), weak_type=aval.weak_type)
+            cached = device_put_numpy(np.asarray(value, aval.dtype), device,
+                                      weak_type=aval.weak_type)
             if len(_scalar_cache) >= _SCALAR_CACHE_LIMIT:
                 _scalar_cache.clear()
             _scalar_cache[key] = cached
@@ -123,9 +124,34 @@ def view(x: Array, aval: ShapedArray) -> Array:
 
 # -- apply ---------------------------------------------------------------------------------------
 
+def operands_device(args: Sequence[Any]) -> Optional[Device]:
+    """The device of the Arrays among ``args`` (None when there are none: the default). Arrays
+    on different devices are an error: pyree moves arrays only when asked (``device_put``)."""
+    device = None
+    for a in args:
+        if isinstance(a, Array):
+            if device is None:
+                device = a._device
+            elif a._device is not device:
+                raise ValueError(
+                    f"operands are on different devices ({device} and {a._device}); pyree "
+                    f"moves arrays between devices only when asked: copy one with "
+                    f"pyree.device_put(x, device){where(None)}")
+    return None if device is default_device() else device
+
+
 def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     """Run ``primitive`` on concrete operands now; returns its outputs as Arrays."""
-    arrays = [to_array(a) for a in args]
+    outs = apply_unchecked(primitive, args, params)
+    if nan_check.enabled:  # config debug_nans/debug_infs: check the results (nan_check.py)
+        nan_check.check_eager(primitive, args, outs)
+    return outs
+
+
+def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]:
+    """``apply`` without the debug_nans/debug_infs check of the results."""
+    device = operands_device(args)
+    arrays = [to_array(a, device) for a in args]
     avals_in = [a.aval for a in arrays]
     avals_out = abstract_eval(primitive, avals_in, params, user_loc(3))
 
@@ -156,7 +182,8 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
         flat = _flat_ints(params[name])
         dyn_counts[name] = len(flat)
         ints.extend(flat)
-    kernel = _kernel(primitive, avals_in, avals_out, params, dyn_counts)
+    kernel = _kernel(primitive, avals_in, avals_out, params, dyn_counts,
+                     arrays[0]._device if arrays else default_device())
     work = EAGER_WORK_PER_ELEMENT * max([a.size for a in avals_in] + [a.size for a in avals_out] + [1])
     return kernel(arrays, ints, work=work, out_avals=avals_out)
 
@@ -171,7 +198,7 @@ STATIC_SHAPE_PRIMITIVES: set[str] = {"cond", "while", "scan", "custom_jvp_call",
 # Primitives compiled per shape only for some operands: primitive -> predicate(avals, params)
 # (a sort is quadratic in a shape-polymorphic kernel; per shape it can be a sorting network).
 STATIC_SHAPE_WHEN: dict[Any, Any] = {}
-_static_programs: dict[str, Executable] = {}
+_static_programs: dict[tuple, Executable] = {}
 
 
 def _apply_static(primitive, arrays: list, avals_out: list, params: dict) -> list[Array]:
@@ -183,14 +210,14 @@ def _apply_static(primitive, arrays: list, avals_out: list, params: dict) -> lis
     closed = ClosedIR(IR([], in_vars, [Eqn(primitive, in_vars, params, out_vars, None)], out_vars),
                       [])
     module = lower_closed_ir(closed)
-    exe = _static_programs.get(module.text_without_locations)
+    device = arrays[0]._device if arrays else default_device()
+    key = (module.text_without_locations, device)
+    exe = _static_programs.get(key)
     if exe is None:
-        device = default_device()
-        vmfb = rcompile.compile_mlir(
-            module.text, device.target_flags + rcompile.CPU_FLAGS + rcompile.ASYNC_FLAGS,
-            cache_text=module.text_without_locations)
-        exe = _static_programs.setdefault(module.text_without_locations,
-                                          Executable(vmfb, module.function, device, avals_out))
+        vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
+                                     cache_text=module.text_without_locations)
+        exe = _static_programs.setdefault(key, Executable(vmfb, module.function, device,
+                                                          avals_out))
     return exe(arrays)
 
 
@@ -204,7 +231,7 @@ def _apply_elementwise(primitive, arrays, avals_in, avals_out, params) -> list[A
         kernel_out = [o.update(shape=flat) for o in avals_out]
     else:
         kernel_in, kernel_out = avals_in, avals_out
-    kernel = _kernel(primitive, kernel_in, kernel_out, params, {})
+    kernel = _kernel(primitive, kernel_in, kernel_out, params, {}, arrays[0]._device)
     results = kernel(arrays, (), work=EAGER_WORK_PER_ELEMENT * out.size, out_avals=kernel_out)
     if kernel_out is not avals_out:
         results = [view(r, aval) for r, aval in zip(results, avals_out)]
@@ -234,14 +261,15 @@ def _dot_general(arrays: list, out_aval: ShapedArray, params: dict) -> Array:
     n = size(rhs.shape, nb + nc, None)
     lhs = view(lhs, lhs.aval.update(shape=(b, m, k)))
     rhs = view(rhs, rhs.aval.update(shape=(b, k, n)))
-    out = apply(P.dot_general_p, [lhs, rhs], dict(params, dimension_numbers=_BATCHED_MATMUL))[0]
+    out = apply_unchecked(P.dot_general_p, [lhs, rhs],
+                          dict(params, dimension_numbers=_BATCHED_MATMUL))[0]
     return view(out, out_aval)
 
 
 def _transposed(x: Array, permutation: tuple) -> Array:
     if permutation == tuple(range(len(permutation))):
         return x
-    return apply(P.transpose_p, [x], {"permutation": permutation})[0]
+    return apply_unchecked(P.transpose_p, [x], {"permutation": permutation})[0]
 
 
 def _squeeze_expanding(x: Array, params: dict) -> tuple[list[Array], dict]:

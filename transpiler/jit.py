@@ -22,10 +22,11 @@ from pyree.runtime.device import Device, default_device
 from pyree.runtime.executable import Executable
 
 from . import checks, control_flow  # noqa: F401 (their lowering rules must be registered)
+from . import nan_check
 from . import primitives as P
 from .convert import converted
 from .operators import Undefined
-from .eager import to_array
+from .eager import operands_device, to_array
 from .ir import ClosedIR, ShapedArray
 from .lower import LoweredModule, lower_closed_ir
 from .source import where
@@ -68,7 +69,8 @@ def estimate_work(closed: ClosedIR) -> int:
 class _Compiled:
     """A traced, lowered and compiled signature of a jitted function."""
 
-    __slots__ = ("closed", "lowered", "executable", "consts", "out_tree", "single_output")
+    __slots__ = ("closed", "lowered", "executable", "consts", "out_tree", "single_output",
+                 "device", "direct")
 
     def __init__(self, closed: ClosedIR, lowered: LoweredModule, executable: Executable,
                  consts: list, out_tree) -> None:
@@ -78,8 +80,16 @@ class _Compiled:
         self.consts = consts
         self.out_tree = out_tree
         self.single_output = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
+        self.device = executable.device
+        # Its inputs are exactly the call's arrays (no constants, no check token).
+        self.direct = not consts and not closed.has_token
 
     def run(self, arrays: list) -> Any:
+        if nan_check.enabled:  # config debug_nans/debug_infs: check the results (nan_check.py)
+            return nan_check.run_checked(self, arrays)
+        return self.run_unchecked(arrays)
+
+    def run_unchecked(self, arrays: list) -> Any:
         if self.closed.has_token:
             return self._run_checked(arrays)
         outs = self.executable(self.consts + arrays if self.consts else arrays)
@@ -192,9 +202,22 @@ class JitFunction:
         kwargs.update({k: v for k, v in static if isinstance(k, str)})
         return tuple(args), kwargs
 
-    def _leaves_to_arrays(self, leaves: list) -> tuple[list, tuple]:
+    def _device_for(self, leaves: list) -> Device:
+        """Where a call runs: the ``device`` jit was given, else the device of the Array
+        arguments, else the default device."""
+        on = operands_device(leaves) or default_device()
+        if self._device is None:
+            return on
+        if any(type(leaf) is Array and leaf._device is not self._device for leaf in leaves):
+            raise ValueError(
+                f"an argument is on {on} but this function was jitted with device="
+                f"{self._device}; pyree moves arrays between devices only when asked: copy it "
+                f"with pyree.device_put(x, device){where(None)}")
+        return self._device
+
+    def _leaves_to_arrays(self, leaves: list, device: Device) -> tuple[list, tuple]:
         arrays, avals = [], []
-        device = self._device
+        put_on = None if device is default_device() else device
         for i, leaf in enumerate(leaves):
             t = type(leaf)
             if t is Array:
@@ -202,7 +225,7 @@ class JitFunction:
                 avals.append(leaf.aval)
                 continue
             if t in _SCALARS:
-                array = to_array(leaf)  # cached weakly typed 0-d Arrays
+                array = to_array(leaf, put_on)  # cached weakly typed 0-d Arrays
             elif isinstance(leaf, (np.ndarray, np.generic)):
                 array = device_put_numpy(canonicalize_array(np.asarray(leaf)), device)
             elif isinstance(leaf, Array):
@@ -226,6 +249,8 @@ class JitFunction:
             # Inside another trace: inline this function's body into it.
             return converted(self._fun)(*args, **kwargs)
         if not kwargs and self._simple:
+            # Calls whose arguments are all Arrays, on the device of the last such call with
+            # these avals: straight to the executable.
             avals = []
             for a in args:
                 if type(a) is not Array:
@@ -233,26 +258,32 @@ class JitFunction:
                 avals.append(a.aval)
             else:
                 compiled = self._fast.get(tuple(avals))
-                if compiled is not None:
+                if compiled is not None and (not args or args[0]._device is compiled.device):
+                    if compiled.direct and not nan_check.enabled:
+                        outs = compiled.executable(args)
+                        return outs[0] if compiled.single_output else \
+                            tree_util.tree_unflatten(compiled.out_tree, outs)
                     return compiled.run(list(args))
         static, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        arrays, avals = self._leaves_to_arrays(leaves)
-        key = (static, in_tree, avals)
+        device = self._device_for(leaves)
+        arrays, avals = self._leaves_to_arrays(leaves, device)
+        key = (static, in_tree, avals, device)
         compiled = self._cache.get(key)
         if compiled is None:
-            compiled = self._compile(key, static, in_tree, avals)
+            compiled = self._compile(key, static, in_tree, avals, device)
         if (not kwargs and self._simple and len(leaves) == len(args)
                 and all(type(a) is Array for a in args)):
             self._fast[avals] = compiled
         return compiled.run(arrays)
 
-    def _compile(self, key: tuple, static: tuple, in_tree, avals: tuple) -> _Compiled:
+    def _compile(self, key: tuple, static: tuple, in_tree, avals: tuple,
+                 device: Device) -> _Compiled:
         with self._lock:
             compiled = self._cache.get(key)
             if compiled is None:
                 closed, out_tree = self._trace(static, in_tree, avals)
-                compiled = compile_closed_ir(closed, out_tree, self._device or default_device())
+                compiled = compile_closed_ir(closed, out_tree, device)
                 self._cache[key] = compiled
         return compiled
 
@@ -404,7 +435,7 @@ class Compiled:
         jitted = self._jitted
         static, dyn_args, dyn_kwargs = jitted._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        arrays, avals = jitted._leaves_to_arrays(leaves)
+        arrays, avals = jitted._leaves_to_arrays(leaves, self._compiled.device)
         expected = self._signature
         if (static, in_tree, avals) != expected:
             want = ", ".join(a.str_short() for a in expected[2])
@@ -418,9 +449,8 @@ def compile_closed_ir(closed: ClosedIR, out_tree, device: Device,
                       lowered: Optional[LoweredModule] = None) -> _Compiled:
     """Lower (unless given), compile and load one traced signature."""
     lowered = lowered or lower_closed_ir(closed)
-    flags = device.target_flags + (rcompile.CPU_FLAGS if device.platform == "cpu" else ()) \
-        + rcompile.ASYNC_FLAGS
-    vmfb = rcompile.compile_mlir(lowered.text, flags, cache_text=lowered.text_without_locations)
+    vmfb = rcompile.compile_mlir(lowered.text, device.compile_flags,
+                                 cache_text=lowered.text_without_locations)
     executable = Executable(vmfb, lowered.function, device, closed.out_avals,
                             work=estimate_work(closed))
     consts = []
