@@ -107,6 +107,14 @@ class Array:
         self._fence = None
         return True
 
+    def buffer_view(self):
+        """The IREE ``HalBufferView`` holding the contents (which may still be computing)."""
+        self._check_alive()
+        buffer = self._buffer
+        if type(buffer) is not _buffer_view_type():
+            buffer = self._buffer = buffer.deref(_buffer_view_type())
+        return buffer
+
     def _check_alive(self) -> None:
         if self._buffer is None:
             raise RuntimeError("Array has been deleted")
@@ -117,7 +125,7 @@ class Array:
         if npy is None:
             self._check_alive()
             self._wait()
-            npy = self._device.fetch(self._buffer, self.aval.shape, self.aval.dtype)
+            npy = self._device.fetch(self.buffer_view(), self.aval.shape, self.aval.dtype)
             npy.flags.writeable = False
             self._npy = npy
         return npy
@@ -200,6 +208,11 @@ class Array:
         if self._buffer is not None:
             self._wait()
             self._buffer = None
+
+
+def _buffer_view_type():
+    from .device import iree_runtime
+    return iree_runtime().HalBufferView
 
 
 def _from_numpy_for_pickle(value: np.ndarray, weak_type: bool) -> Array:

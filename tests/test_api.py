@@ -53,7 +53,7 @@ def test_eager_reshape_is_a_free_view():
     before = CompileStats.compiled + CompileStats.memory_hits + CompileStats.disk_hits
     y = x.reshape(3, 4).reshape(2, 6).reshape(12)
     assert CompileStats.compiled + CompileStats.memory_hits + CompileStats.disk_hits == before
-    assert y._buffer.get_buffer().byte_length() == x._buffer.get_buffer().byte_length()
+    assert y.buffer_view().get_buffer().byte_length() == x.buffer_view().get_buffer().byte_length()
     np.testing.assert_array_equal(np.asarray(y), np.arange(12.0))
 
 

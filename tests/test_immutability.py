@@ -15,7 +15,7 @@ from pyree import lax
 def device_contents(x):
     """The buffer's current contents, fetched anew (Arrays cache their first fetch)."""
     x.block_until_ready()
-    return x._device.fetch(x._buffer, x.shape, x.dtype)
+    return x._device.fetch(x.buffer_view(), x.shape, x.dtype)
 
 
 BASE = np.arange(6, dtype=np.float32)

@@ -116,8 +116,7 @@ def view(x: Array, aval: ShapedArray) -> Array:
         out = Array(x._buffer, aval, x._device, x._fence)
         return out
     rt = iree_runtime()
-    x._check_alive()
-    buffer = x._buffer
+    buffer = x.buffer_view()
     new = rt.HalBufferView(buffer.get_buffer(), list(aval.shape), buffer.element_type)
     return Array(new, aval, x._device, x._fence)
 
