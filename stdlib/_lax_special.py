@@ -5,7 +5,9 @@ The transcendental functions are composed from pyree's primitives (whose float64
 accurate), with formulas chosen to keep float32 and float64 precision: ``log1p``/``expm1``
 forms near zero, ``exp(|x|/2)**2`` instead of ``exp(|x|)/2`` against overflow, exact range
 splits for ``exp2``. ``erf_inv``, ``lgamma``, ``digamma``, ``erfc``, ``population_count``,
-``clz``, the equal-width bit cast and the complex parts are primitives (transpiler/special.py).
+``clz``, the equal-width bit cast and the complex parts are primitives (transpiler/special.py);
+so are the incomplete gamma functions ``igamma``, ``igammac``, ``igamma_grad_a`` and
+``random_gamma_grad`` (transpiler/igamma.py, computed in float64 whatever the operands' dtype).
 
 Like the rest of ``lax``, these functions do not promote: floating-point functions need
 floating-point operands::
@@ -17,8 +19,9 @@ from __future__ import annotations
 
 __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitcast_convert_type", "clz",
-    "complex", "conj", "cosh", "digamma", "erf_inv", "erfc", "exp2", "imag", "lgamma",
-    "nextafter", "population_count", "real", "reciprocal", "sinh",
+    "complex", "conj", "cosh", "digamma", "erf_inv", "erfc", "exp2", "igamma",
+    "igamma_grad_a", "igammac", "imag", "lgamma", "nextafter", "population_count",
+    "random_gamma_grad", "real", "reciprocal", "sinh",
 ]
 
 import builtins
@@ -29,6 +32,7 @@ import numpy as np
 
 from pyree import dtypes
 from pyree.transpiler import primitives as P
+from pyree.transpiler import igamma as IG
 from pyree.transpiler import special as S
 from pyree.transpiler.source import where as _where
 from pyree.transpiler.trace import TypedScalar, get_aval
@@ -476,3 +480,102 @@ def complex(x: Any, y: Any) -> Any:
     if isinstance(y, TypedScalar) and y.weak_type and not isinstance(x, TypedScalar):
         y = TypedScalar(y.value.item(), get_aval(x).dtype, True)
     return S.complex_p.bind(x, y)
+
+
+# -- incomplete gamma functions (primitives of transpiler/igamma.py) ----------------------------
+
+def _igamma_operands(name: str, a: Any, x: Any) -> tuple[Any, Any]:
+    """``a`` and ``x`` as float arrays of one dtype and shape, under lax's rules: equal dtypes
+    (a Python scalar takes the other operand's), equal shapes or a rank-0 operand."""
+    from pyree import lax
+    a, x = _operand(name, a), _operand(name, x)
+    if isinstance(a, TypedScalar) and a.aval.weak_type and not isinstance(x, TypedScalar):
+        a = TypedScalar(a.value.item(), get_aval(x).dtype, True)
+    if isinstance(x, TypedScalar) and x.aval.weak_type and not isinstance(a, TypedScalar):
+        x = TypedScalar(x.value.item(), get_aval(a).dtype, True)
+    aa, xa = get_aval(a), get_aval(x)
+    if aa.dtype != xa.dtype:
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                        f"{aa.dtype.name}, {xa.dtype.name}{_where(None)}")
+    if aa.shape != xa.shape and aa.shape and xa.shape:
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {aa.shape}, "
+                        f"{xa.shape}{_where(None)}")
+    shape = aa.shape or xa.shape
+    return tuple(v if get_aval(v).shape == shape and not isinstance(v, TypedScalar)
+                 else lax.broadcast_in_dim(v, shape, ()) for v in (a, x))
+
+
+def igamma(a: Any, x: Any) -> Any:
+    """The regularized lower incomplete gamma function ``P(a, x) = gamma(a, x) / Gamma(a)``
+    (``jax.lax.igamma``, SciPy's ``gammainc``), for float ``a >= 0``, ``x >= 0`` of one dtype
+    and shape (or rank 0). NaN outside the domain and at ``a = x = 0``; 0 at ``x = 0``, 1 at
+    ``x = inf`` and at ``a = 0 < x`` (where JAX's own gives NaN below x = 1).
+
+    Differentiable in both arguments: ``d/dx`` is the Gamma(a, 1) density, ``d/da`` is
+    ``igamma_grad_a``. Computed in float64 internally (a series for ``x < max(1, a)``, Legendre's
+    continued fraction otherwise), so float32 results are accurate to a few ulps.
+
+    Example::
+
+        lax.igamma(jnp.array([1.0, 3.0]), jnp.array([1.0, 2.0]))   # [0.6321206, 0.3233236]
+    """
+    a, x = _igamma_operands("igamma", a, x)
+    return IG.igamma_p.bind(a, x)
+
+
+def igammac(a: Any, x: Any) -> Any:
+    """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``
+    (``jax.lax.igammac``, SciPy's ``gammaincc``), accurate where it is small. Same domain
+    rules as ``igamma`` (1 at ``x = 0``, 0 at ``x = inf`` and at ``a = 0 < x``).
+
+    Example::
+
+        lax.igammac(jnp.array([1.0, 3.0]), jnp.array([1.0, 2.0]))   # [0.36787945, 0.6766764]
+    """
+    a, x = _igamma_operands("igammac", a, x)
+    return IG.igammac_p.bind(a, x)
+
+
+def igamma_grad_a(a: Any, x: Any) -> Any:
+    """``dP(a, x)/da``, the derivative of ``igamma`` in its first argument
+    (``jax.lax.igamma_grad_a``). NaN for ``a <= 0``, ``x < 0``, ``a = inf`` or NaN operands;
+    0 at ``x = 0`` and ``x = inf``.
+
+    Example::
+
+        lax.igamma_grad_a(jnp.array([1.0]), jnp.array([2.0]))   # [-0.2208252]
+    """
+    a, x = _igamma_operands("igamma_grad_a", a, x)
+    return IG.igamma_grad_a_p.bind(a, x)
+
+
+def random_gamma_grad(a: Any, x: Any) -> Any:
+    """The derivative of a Gamma(a, 1) draw ``x`` with respect to ``a`` at fixed quantile
+    (implicit reparameterisation: ``-(dP/da)(a, x) / p(a, x)``), as ``jax.lax.random_gamma_grad``.
+    ``a`` and ``x`` broadcast together; the result has ``a``'s dtype. NaN for ``a <= 0``,
+    ``x < 0``, ``x = inf`` or NaN operands; 0 at ``x = 0``.
+
+    Example::
+
+        lax.random_gamma_grad(jnp.array([1.0]), jnp.array([2.0]))   # [1.6316909]
+    """
+    from pyree import lax
+    a = _operand("random_gamma_grad", a)
+    x = _operand("random_gamma_grad", x)
+    if isinstance(a, TypedScalar) and not isinstance(x, TypedScalar):
+        a = TypedScalar(a.value.item(), get_aval(x).dtype, a.aval.weak_type)
+    try:
+        shape = tuple(np.broadcast_shapes(get_aval(a).shape, get_aval(x).shape))
+    except ValueError:
+        raise ValueError(f"random_gamma_grad: incompatible shapes for broadcasting: "
+                         f"{get_aval(a).shape}, {get_aval(x).shape}{_where(None)}") from None
+
+    def full(v):
+        aval = get_aval(v)
+        if aval.shape == shape and not isinstance(v, TypedScalar):
+            return v
+        dims = tuple(range(len(shape) - aval.ndim, len(shape)))
+        return lax.broadcast_in_dim(v, shape, dims)
+
+    # Mixed dtypes (JAX accepts them here) meet in the float64 work; the result has a's.
+    return IG.random_gamma_grad_p.bind(full(a), full(x))

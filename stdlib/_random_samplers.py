@@ -16,21 +16,26 @@ defaults, dtypes and shape rules are JAX 0.10's; the draws follow the same distr
 * ``multivariate_normal`` through a Cholesky factor.
 
 Everything works eagerly, under ``jit`` and under ``vmap`` over a batch of keys, and gradients
-flow to location/scale parameters of reparameterised draws (e.g. ``weibull_min``'s ``scale``).
+flow to location/scale parameters of reparameterised draws (e.g. ``weibull_min``'s ``scale``)
+and, by implicit reparameterisation, to the shape parameters of the gamma family (``gamma``,
+``loggamma``, ``beta``, ``dirichlet``, ``chisquare``, ``t``, ``f``, ``generalized_normal``).
 """
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from pyree import dtypes, lax
 from pyree import numpy as jnp
+from pyree._custom_derivatives import custom_jvp
 from pyree.numpy._util import canonical_axis, check_arraylike
 from pyree.random import (_U32, _check_broadcast, _check_dtype, _counters, _param,
                           _shape_tuple, _single_key, _split_words, _threefry2x32, _uniform,
                           normal)
+from pyree.transpiler import igamma as _igamma
 from pyree.transpiler.source import where as _where
 from pyree.transpiler.trace import get_aval
 
@@ -490,8 +495,34 @@ def _marsaglia_tsang(k0: Any, k1: Any, a: Any, log_space: bool) -> Any:
     # Out-of-domain shapes: a = inf gives inf (log inf), a < 0 or NaN gives NaN.
     out = jnp.where(valid & ~finite, _const(np.inf, dtype), out)
     out = jnp.where(valid, out, _const(np.nan, dtype))
-    # Draws are not differentiable with respect to a (no implicit reparameterisation yet).
-    return lax.stop_gradient(out)
+    # The rejection loop itself is not differentiated: the derivative in a is attached to the
+    # final draw (see _with_shape_gradient).
+    return _with_shape_gradient(a, lax.stop_gradient(out), log_space)
+
+
+@partial(custom_jvp, nondiff_argnums=(2,))
+def _with_shape_gradient(a: Any, draw: Any, log_space: bool) -> Any:
+    """``draw`` (a Gamma(``a``, 1) draw, or its log), carrying its derivative in ``a``.
+
+    The derivative is the implicit reparameterisation one: a draw x is F^-1(u; a) for the
+    quantile u = P(a, x), and holding u fixed, dx/da = -(dP/da)(a, x) / p(a, x) =
+    ``lax.random_gamma_grad(a, x)`` (JAX's convention for its gamma sampler); in log space
+    d log x / da = random_gamma_grad(a, x) / x, computed from log x so that it stays finite
+    where x underflows. It needs only (a, x), so the a < 1 boost path needs no chain rule of
+    its own: the boosted x = y u^(1/a) (y ~ Gamma(a + 1), u uniform) is itself exactly
+    Gamma(a, 1)-distributed, and is differentiated like any other draw at its own quantile.
+    (Differentiating the boost pathwise instead, random_gamma_grad(a + 1, y) x / y -
+    x log(u) / a^2, is another unbiased estimator of the same expected gradient, but not the
+    per-draw derivative at fixed quantile, and would need y and u kept.)
+    """
+    return draw
+
+
+@_with_shape_gradient.defjvp
+def _with_shape_gradient_jvp(log_space: bool, primals: tuple, tangents: tuple) -> tuple:
+    (a, draw), (a_dot, _) = primals, tangents
+    prim = _igamma.log_gamma_sample_grad_p if log_space else _igamma.random_gamma_grad_p
+    return draw, lax.mul(a_dot, prim.bind(a, draw))
 
 
 def _gamma(name: str, key: Any, a: Any, shape: Optional[Shape], dtype: Any,

@@ -248,6 +248,7 @@ _TESTED_WITH_THEIR_FAMILY = {
     "clz": "test_numpy_math.py", "real": "test_numpy_math.py", "imag": "test_numpy_math.py",
     "conj": "test_numpy_math.py", "complex": "test_numpy_math.py",
     "fma": "test_numpy_math.py",
+    "igamma": "test_gamma_grad.py", "igammac": "test_gamma_grad.py",
 }
 
 

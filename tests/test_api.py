@@ -97,7 +97,7 @@ LINALG_NAMES = "norm inv solve det slogdet cholesky".split()
 LAX_NAMES = """
 dot_general conv_general_dilated conv reduce_window gather scatter sort top_k cumsum cumprod
 cummax cummin clamp broadcasted_iota erf_inv lgamma digamma bitcast_convert_type
-population_count
+population_count igamma igammac igamma_grad_a random_gamma_grad
 """.split()
 NN_NAMES = """
 relu relu6 gelu silu sigmoid softplus log_sigmoid elu selu leaky_relu softmax log_softmax
