@@ -250,3 +250,15 @@ def test_kolmogorov_smirnov_on_100k_draws():
     assert truncated.min() > -1.0 and truncated.max() < 2.0
     counts = np.bincount(ints.astype(np.int64), minlength=7)
     assert stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_vmap_over_keys_of_scalar_draws_equals_the_loop():
+    # fma's batching with unbatched rank-0 operands (uniform's bounds) once failed here.
+    keys = random.split(random.PRNGKey(0), 3)
+    for draw in (lambda k: random.uniform(k), lambda k: random.normal(k),
+                 lambda k: random.uniform(k, minval=1.0, maxval=3.0)):
+        batched = np.asarray(pyree.vmap(draw)(keys))
+        np.testing.assert_array_equal(batched, np.array([float(draw(k)) for k in keys],
+                                                        np.float32))
+    gammas = np.asarray(pyree.vmap(lambda k: random.gamma(k, 2.0))(keys))
+    np.testing.assert_allclose(gammas, [float(random.gamma(k, 2.0)) for k in keys], rtol=1e-6)

@@ -374,7 +374,19 @@ def _fma_rule(a: ShapedArray, b: ShapedArray, c: ShapedArray) -> ShapedArray:
 
 abstract_eval_rules[fma_p] = _fma_rule
 lowering_rules[fma_p] = lambda ctx, a, b, c: op("math.fma", [ctx.out_type()], [a, b, c]).result
-batching.batching_rules[fma_p] = batching._elementwise_rule(fma_p)
+
+
+def _fma_batching(axis, values, dims):
+    # fma's operands have one shape (math.fma takes no implicit broadcast), so unbatched ones,
+    # rank 0 included, are broadcast along the batch axis too; the generic elementwise rule
+    # leaves rank-0 operands as they are.
+    dim = next(d for d in dims if d is not None)
+    args = [batching.broadcast_batched(v, axis.size, dim) if d is None
+            else batching.moveaxis(v, d, dim) for v, d in zip(values, dims)]
+    return [fma_p.bind(*args)], [dim]
+
+
+batching.batching_rules[fma_p] = _fma_batching
 
 
 defjvp(fma_p, lambda g, a, b, c: mul(g, b), lambda g, a, b, c: mul(a, g),
