@@ -131,12 +131,6 @@ class Executable:
         else:
             fence = _Fence.create_at(hal.create_semaphore(0), 1)
             push(fence)
-            # Bound the calls queued ahead of the device: each holds its buffers until it runs,
-            # and an unthrottled loop of calls grew resident memory by gigabytes here.
-            in_flight = device.in_flight
-            in_flight.append(fence)
-            if len(in_flight) > MAX_IN_FLIGHT:
-                _wait_oldest(in_flight)
         avals = self.out_avals if out_avals is None else out_avals
         outputs = _VariantList(len(avals))
         try:
@@ -146,9 +140,17 @@ class Executable:
             if explained is e:
                 raise
             raise explained from e
-        if wait and fence is not None:
-            fence.wait()
-            fence = None
+        if fence is not None:
+            if wait:
+                fence.wait()
+                fence = None
+            else:
+                # Bound the calls queued ahead of the device: each holds its buffers until it
+                # runs, and an unthrottled loop of calls grew resident memory by gigabytes here.
+                in_flight = device.in_flight
+                in_flight.append(fence)
+                if len(in_flight) > MAX_IN_FLIGHT:
+                    _wait_oldest(in_flight)
         new = Array.__new__
         # Results keep IREE's untyped reference (a third the cost of casting each to a buffer
         # view); Array.buffer_view() casts when the contents are needed.
