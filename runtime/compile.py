@@ -329,20 +329,7 @@ def _compile_now(mlir_text: str, flags: Sequence[str]) -> bytes:
     return payload
 
 
-# One in-process compile at a time. Compiles from several threads at once (the threads tests)
-# left later compiles in the same process waiting forever in LLVM's thread pool (both pytest
-# workers of a fresh-clone run hung in llvm::StdThreadPool::wait, every thread idle). IREE
-# parallelises each compile internally, so little is lost.
-_compiler_lock = threading.Lock()
-
-
 def _run_compiler(mlir_text: str, flags: Sequence[str], diagnostics: bool) -> Optional[bytes]:
-    with _compiler_lock:
-        return _run_compiler_locked(mlir_text, flags, diagnostics)
-
-
-def _run_compiler_locked(mlir_text: str, flags: Sequence[str],
-                         diagnostics: bool) -> Optional[bytes]:
     from iree.compiler import api
 
     session = api.Session()
