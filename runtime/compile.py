@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import struct
 import sys
 import tempfile
@@ -45,131 +44,12 @@ DATA_TILING_FLAG = "--iree-opt-data-tiling"
 DATA_TILING_MARK = "pyree.data_tiling"
 
 
-# IREE's CPU heuristics tile a matrix-vector product whose reduction runs along the matrix's
-# rows (contiguous) as 16 rows x 16 columns and transpose each tile to sum across rows: four
-# shuffles per multiply-add. One row at a time with the whole row as a single vector, IREE sums
-# each row with a short tree instead: 1000 batched 64x64 @ 64 went from ~2.0 to ~0.3-0.5 ms
-# on one thread here, and K = 30..256 gained 3-4x alike (16 gained nothing; a 2000-long row is
-# slower than the default, whose vector accumulator survives the reduction loop). IREE takes no
-# per-op hint from StableHLO, so the lowering marks such products with MATVEC_MARK = K and a
-# CPU compile of a marked module gets a tuning spec (a transform-dialect library IREE applies
-# when it configures each dispatch) that gives those contractions this configuration.
-MATVEC_MARK = "pyree.matvec_k"
-_MATVEC_K = re.compile(re.escape(MATVEC_MARK) + r" = (\d+)")
-_CPU_BACKEND_FLAG = "--iree-hal-local-target-device-backends=llvm-cpu"
-_TUNING_SPEC_FLAG = "--iree-codegen-tuning-spec-path="
-# Bytes of one row that the configuration suits (see above): K floats in one vector.
-MATVEC_ROW_BYTES = (96, 1024)
-
-
 def module_flags(mlir_text: str, flags: Sequence[str]) -> tuple[str, ...]:
-    """``flags`` for this module: without data tiling unless an op in it is marked for it;
-    with the matrix-vector tuning spec when a CPU module without data tiling has marked
-    products."""
+    """``flags`` for this module: without data tiling unless an op in it is marked for it."""
     flags = tuple(flags)
     if DATA_TILING_FLAG in flags and DATA_TILING_MARK not in mlir_text:
         flags = tuple(f for f in flags if f != DATA_TILING_FLAG)
-    # With data tiling on, IREE may fuse a marked product into a dispatch whose root is a
-    # tiled matmul, and two configurations in one dispatch fail to compile (per-example
-    # gradients did): such modules keep IREE's own choice.
-    if (_CPU_BACKEND_FLAG in flags and MATVEC_MARK in mlir_text
-            and DATA_TILING_FLAG not in flags):
-        sizes = sorted({int(k) for k in _MATVEC_K.findall(mlir_text)})
-        if sizes:
-            flags += (_TUNING_SPEC_FLAG + _matvec_spec_file(sizes),)
     return flags
-
-
-def _matvec_spec_file(sizes: Sequence[int]) -> str:
-    """Path of the tuning spec for matrix-vector products reducing over these sizes, written
-    once under a name that is the hash of its text (so the flag, part of the cache key,
-    changes whenever the spec does)."""
-    text = _matvec_spec(sizes)
-    name = hashlib.sha256(text.encode()).hexdigest()[:24] + ".mlir"
-    folder = os.path.join(tempfile.gettempdir(), "pyree-tuning-specs")
-    path = os.path.join(folder, name)
-    if not os.path.exists(path):
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)  # atomic: a concurrent compile never reads half a spec
-    return path
-
-
-def _matvec_spec(sizes: Sequence[int]) -> str:
-    """A tuning spec matching IREE's linalg forms of matrix-vector products (batched or not,
-    vector first or second) that reduce over one of ``sizes``, f32 and f64."""
-    matchers = []
-    for k in sizes:
-        for dtype, itemsize in (("f32", 4), ("f64", 8)):
-            if not MATVEC_ROW_BYTES[0] <= k * itemsize <= MATVEC_ROW_BYTES[1]:
-                continue
-            for rank in (2, 3):
-                for vector_first in (False, True):
-                    for memoized in (False, True):
-                        name = (f"match_matvec_{dtype}_k{k}_{rank}d_"
-                                f"{'vm' if vector_first else 'mv'}{'_memo' if memoized else ''}")
-                        matchers.append((name, _matvec_matcher(name, dtype, k, rank,
-                                                               vector_first, memoized)))
-    entries = ", ".join(f"@{name} -> @apply_op_config" for name, _ in matchers)
-    body = "".join(text for _, text in matchers)
-    return f"""module attributes {{transform.with_named_sequence, iree_codegen.tuning_spec_with_default_entrypoint}} {{
-  transform.named_sequence @apply_op_config(%op: !transform.any_op {{transform.readonly}}, %config: !transform.any_param {{transform.readonly}}) {{
-    transform.annotate %op "compilation_info" = %config : !transform.any_op, !transform.any_param
-    transform.yield
-  }}{body}
-  transform.named_sequence @__kernel_config(%variant: !transform.any_op {{transform.consumed}}) -> !transform.any_op attributes {{iree_codegen.tuning_spec_entrypoint}} {{
-    %result = transform.foreach_match in %variant {entries} : (!transform.any_op) -> !transform.any_op
-    transform.yield %result : !transform.any_op
-  }}
-}}
-"""
-
-
-def _matvec_matcher(name: str, dtype: str, k: int, rank: int, vector_first: bool,
-                    memoized: bool) -> str:
-    if rank == 3:  # batch, row, reduction
-        dims = "d0, d1, d2"
-        matrix_t, vector_t, out_t = (f"tensor<?x?x{k}x{dtype}>", f"tensor<?x{k}x{dtype}>",
-                                     f"tensor<?x?x{dtype}>")
-        matrix_map, vector_map, out_map = "(d0, d1, d2)", "(d0, d2)", "(d0, d1)"
-        distribution, parallel, reduction = "[32, 64, 0]", "[1, 1, 0]", f"[0, 0, {k}]"
-    else:  # row, reduction
-        dims = "d0, d1"
-        matrix_t, vector_t, out_t = (f"tensor<?x{k}x{dtype}>", f"tensor<{k}x{dtype}>",
-                                     f"tensor<?x{dtype}>")
-        matrix_map, vector_map, out_map = "(d0, d1)", "(d1)", "(d0)"
-        distribution, parallel, reduction = "[64, 0]", "[1, 0]", f"[0, {k}]"
-    operands = [("%m", matrix_t, matrix_map), ("%v", vector_t, vector_map)]
-    if vector_first:
-        operands.reverse()
-    (a, a_t, a_map), (b, b_t, b_map) = operands
-    maps = (f"[affine_map<({dims}) -> {a_map}>, affine_map<({dims}) -> {b_map}>, "
-            f"affine_map<({dims}) -> {out_map}>]")
-    iterators = ", ".join(['"parallel"'] * (rank - 1) + ['"reduction"'])
-    # The matcher compares attributes too. IREE carries the lowering's mark over to the
-    # linalg op it makes of a batched product; an unbatched one becomes linalg.matvec, which
-    # drops it, and the generic made of that keeps linalg's memoized maps instead.
-    if memoized:
-        extra = f", linalg.memoized_indexing_maps = {maps}"
-    else:
-        extra = f", {MATVEC_MARK} = {k} : i64"
-    return f"""
-  transform.named_sequence @{name}(%root: !transform.any_op {{transform.readonly}}) -> (!transform.any_op, !transform.any_param) {{
-    transform.match.operation_name %root ["linalg.generic"] : !transform.any_op
-    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {{
-    ^bb0({a}: {a_t}, {b}: {b_t}, %out: {out_t}):
-      %r = linalg.generic {{indexing_maps = {maps}, iterator_types = [{iterators}]{extra}}} ins({a}, {b} : {a_t}, {b_t}) outs(%out : {out_t}) {{
-      ^bb0(%x: {dtype}, %y: {dtype}, %acc: {dtype}):
-        %p = arith.mulf %x, %y : {dtype}
-        %s = arith.addf %acc, %p : {dtype}
-        linalg.yield %s : {dtype}
-      }} -> {out_t}
-    }} : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
-    %config = transform.param.constant #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = {distribution}, vector_common_parallel = {parallel}, vector_reduction = {reduction}>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>> -> !transform.any_param
-    transform.yield %root, %config : !transform.any_op, !transform.any_param
-  }}"""
 
 
 _MAGIC = b"PYREEVM1"

@@ -1,8 +1,7 @@
 """Narrow dot_generals (matrix-vector, vector-matrix, dot; batched or not) and the compile flags
 they get: a module whose contractions all have a side without free dims is compiled without
-IREE's data tiling, and matrix-vector products with short contiguous rows get a tuning spec
-that has IREE sum them row by row (runtime/compile.py, ``module_flags``). Values are checked
-against NumPy under eager, jit, vmap and grad, in float32 and (with x64) float64."""
+IREE's data tiling (runtime/compile.py, ``module_flags``). Values are checked against NumPy
+under eager, jit, vmap and grad, in float32 and (with x64) float64."""
 import numpy as np
 import pytest
 
@@ -130,97 +129,3 @@ def test_module_flags_only_drops_data_tiling():
     marked = f"stablehlo.dot_general {{{rcompile.DATA_TILING_MARK}}}"
     assert rcompile.module_flags(marked, flags) == flags
     assert rcompile.module_flags("module {}", ("--a",)) == ("--a",)
-
-
-# -- matrix-vector products configured row by row (runtime/compile.py, MATVEC_MARK) --------------
-
-def _cpu_flags(f, *args):
-    text = pyree.jit(f).lower(*args).as_text()
-    return text, rcompile.module_flags(text, pyree.devices("cpu")[0].compile_flags)
-
-
-def _spec_flag(flags):
-    found = [f for f in flags if f.startswith("--iree-codegen-tuning-spec-path=")]
-    return found[0].split("=", 1)[1] if found else None
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_row_configured_matvecs_values(dtype, request):
-    if dtype == np.float64:
-        request.getfixturevalue("x64")
-    # Rows of 64 and 30 (not a multiple of the vector width), vector first (vmap(dot)) and
-    # matrix first (einsum), batched and not, with a fused consumer after one of them.
-    ms, vs, m, v, ns, us, b = _data((50, 20, 64), (50, 64), (40, 48), (48,), (9, 11, 30),
-                                    (9, 30), (20,), dtype=dtype)
-
-    def f(ms, vs, m, v, ns, us, b):
-        return (pyree.vmap(jnp.dot)(ms, vs), jnp.tanh(m @ v + 1),
-                jnp.einsum("bij,bj->bi", ns, us), jnp.tanh(pyree.vmap(jnp.dot)(ms, vs) * 2 + b))
-
-    got = pyree.jit(f)(ms, vs, m, v, ns, us, b)
-    want = (np.einsum("bij,bj->bi", ms, vs), np.tanh(m @ v + 1),
-            np.einsum("bij,bj->bi", ns, us), np.tanh(np.einsum("bij,bj->bi", ms, vs) * 2 + b))
-    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else _tol(dtype)
-    for g, x in zip(got, want):
-        assert g.dtype == dtype and g.shape == x.shape
-        np.testing.assert_allclose(np.asarray(g), x, **tol)
-    assert _spec_flag(_cpu_flags(f, ms, vs, m, v, ns, us, b)[1])
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_grad_through_row_configured_matvec(dtype, request):
-    if dtype == np.float64:
-        request.getfixturevalue("x64")
-    ms, vs, c = _data((30, 16, 64), (30, 64), (30, 16), dtype=dtype)
-
-    def loss(vs):
-        return jnp.sum(jnp.tanh(pyree.vmap(jnp.dot)(ms, vs)) * c)
-
-    got = pyree.jit(pyree.grad(loss))(vs)
-    y = np.einsum("bij,bj->bi", ms, vs)
-    want = np.einsum("bij,bi->bj", ms, c * (1 - np.tanh(y) ** 2))
-    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else _tol(dtype)
-    np.testing.assert_allclose(np.asarray(got), want, **tol)
-    assert _spec_flag(_cpu_flags(pyree.grad(loss), vs)[1])  # the forward matvec is marked
-
-
-def test_which_products_are_marked():
-    ms, vs, w, big, u = _data((4, 8, 64), (4, 64), (64, 40), (5, 2000), (2000,))
-    mark = rcompile.MATVEC_MARK
-    text, flags = _cpu_flags(pyree.vmap(jnp.dot), ms, vs)
-    assert f"{mark} = 64 : i64" in text
-    spec = _spec_flag(flags)
-    with open(spec) as f:
-        assert "tensor<?x?x64xf32>" in f.read()
-    # Not marked: a vector-matrix product (reduction not along the rows), rows too long or
-    # too short for one vector, integers, and a dot product.
-    for f, args in [(lambda v, w: v @ w, (vs[0], w)), (lambda m, v: m @ v, (big, u)),
-                    (lambda m, v: m @ v, (ms[0][:, :8], vs[0][:8])),
-                    (lambda m, v: m @ v, (ms[0].astype(np.int32), vs[0].astype(np.int32))),
-                    (jnp.dot, (vs[0], vs[0]))]:
-        text, flags = _cpu_flags(f, *args)
-        assert mark not in text and _spec_flag(flags) is None
-    # A module with data tiling keeps IREE's own configuration for its matvecs.
-    text, flags = _cpu_flags(lambda m, v: (m @ m.T, m @ v), ms[0], vs[0])
-    assert mark in text and _spec_flag(flags) is None
-
-
-def test_module_flags_adds_the_spec_only_for_cpu():
-    text = f"stablehlo.dot_general {{{rcompile.MATVEC_MARK} = 64 : i64}}"
-    cpu = pyree.devices("cpu")[0].compile_flags
-    spec = _spec_flag(rcompile.module_flags(text, cpu))
-    assert spec is not None and _spec_flag(rcompile.module_flags(text, cpu)) == spec
-    gpu = ("--iree-hal-target-device=cuda",) + rcompile.ASYNC_FLAGS
-    assert rcompile.module_flags(text, gpu) == gpu
-
-
-def test_spec_configures_the_dispatch(tmp_path):
-    # Guards against IREE changing the linalg form the spec matches (that would only slow
-    # these products down, silently): the dispatch's configuration must be the spec's.
-    from iree.compiler import compile_str
-    ms, vs = _data((10, 8, 64), (10, 64))
-    text, flags = _cpu_flags(pyree.vmap(jnp.dot), ms, vs)
-    compile_str(text, extra_args=list(flags) + [
-        f"--iree-hal-dump-executable-configurations-to={tmp_path}"])
-    configured = "".join(p.read_text() for p in tmp_path.iterdir())
-    assert "vector_common_parallel = [1, 1, 0], vector_reduction = [0, 0, 64]" in configured
