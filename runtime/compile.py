@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import struct
 import sys
 import tempfile
@@ -18,7 +19,7 @@ from typing import Optional, Sequence
 from pyree import config
 
 # Flags every CPU compile gets: code for this machine's CPU, data tiling (it halved a 1000x1000
-# f32 matmul here; dropped for modules without a wide matmul, see module_flags) and O3 (it
+# f32 matmul here; dropped for modules without a wide matmul, see prepare_module) and O3 (it
 # fuses a whole normalisation into one dispatch and made SELU on 1M floats 3x faster here).
 # IREE demotes f64 to f32 by default, changing the signature the runtime checks: with x64
 # enabled float64 must stay float64. Then IREE's async ABI: functions take wait and signal
@@ -44,12 +45,50 @@ DATA_TILING_FLAG = "--iree-opt-data-tiling"
 DATA_TILING_MARK = "pyree.data_tiling"
 
 
-def module_flags(mlir_text: str, flags: Sequence[str]) -> tuple[str, ...]:
-    """``flags`` for this module: without data tiling unless an op in it is marked for it."""
+# IREE's CPU heuristics tile a batched matrix-vector product whose reduction runs along the
+# matrix's rows (contiguous) as 16 rows x 16 columns and transpose each tile to sum across rows:
+# four shuffles per multiply-add. One row at a time with the whole row as a single vector, IREE
+# sums each row with a short tree instead: 1000 batched 64x64 @ 64 went from 1.0 to 0.28 ms on
+# one thread here. Rows of 96-1024 bytes gain (16 floats gained nothing; a 2000-long row is
+# slower than the default, whose vector accumulator survives the reduction loop). The lowering
+# marks such products with MATVEC_MARK = row length, and a CPU compile without data tiling
+# replaces the mark with that configuration (``compilation_info``, which IREE takes from the op
+# itself). A tuning spec would say the same, but loading one deadlocks IREE 3.13's compiler
+# intermittently (a worker waits forever on the transform-library mutex).
+MATVEC_MARK = "pyree.matvec_k"
+_MATVEC_ATTR = re.compile(re.escape(MATVEC_MARK) + r" = (\d+) : i64")
+# Bytes of one row that the configuration suits (see above): K floats in one vector.
+MATVEC_ROW_BYTES = (96, 1024)
+_CPU_BACKEND_FLAG = "--iree-hal-local-target-device-backends=llvm-cpu"
+
+
+def _matvec_configuration(row: re.Match) -> str:
+    """IREE's configuration for a marked product's loops (batch, row, reduction): 32 x 64
+    outputs per workgroup, one output per step, the whole row reduced as one vector."""
+    return ("compilation_info = #iree_codegen.compilation_info<lowering_config = "
+            "#iree_cpu.lowering_config<distribution = [32, 64, 0], vector_common_parallel = "
+            f"[1, 1, 0], vector_reduction = [0, 0, {row.group(1)}]>, translation_info = "
+            "#iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>")
+
+
+def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """The module text and flags IREE gets for ``mlir_text`` compiled with ``flags``: data
+    tiling only when an op is marked for it; marked matrix-vector products configured row by
+    row on a CPU without data tiling. (With data tiling IREE may fuse a marked product into a
+    dispatch whose root is a tiled matmul, and two configurations in one dispatch fail to
+    compile.)
+
+    Example::
+
+        text, flags = prepare_module(text, pyree.devices()[0].compile_flags)
+    """
     flags = tuple(flags)
     if DATA_TILING_FLAG in flags and DATA_TILING_MARK not in mlir_text:
         flags = tuple(f for f in flags if f != DATA_TILING_FLAG)
-    return flags
+    if (MATVEC_MARK in mlir_text and _CPU_BACKEND_FLAG in flags
+            and DATA_TILING_FLAG not in flags):
+        mlir_text = _MATVEC_ATTR.sub(_matvec_configuration, mlir_text)
+    return mlir_text, flags
 
 
 _MAGIC = b"PYREEVM1"
@@ -170,7 +209,9 @@ def compile_mlir(mlir_text: str, flags: Sequence[str], *, cache_text: Optional[s
 
         vmfb = compile_mlir(text, device.compile_flags)
     """
-    flags = module_flags(mlir_text, flags)
+    if cache_text is not None:
+        cache_text = prepare_module(cache_text, flags)[0]
+    mlir_text, flags = prepare_module(mlir_text, flags)
     key = cache_key(cache_text if cache_text is not None else mlir_text, flags)
     payload = _memory_cache.get(key)
     if payload is not None:

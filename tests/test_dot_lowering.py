@@ -1,7 +1,8 @@
 """Narrow dot_generals (matrix-vector, vector-matrix, dot; batched or not) and the compile flags
 they get: a module whose contractions all have a side without free dims is compiled without
-IREE's data tiling (runtime/compile.py, ``module_flags``). Values are checked against NumPy
-under eager, jit, vmap and grad, in float32 and (with x64) float64."""
+IREE's data tiling, and batched matrix-vector products with short contiguous rows are configured
+to be summed row by row (runtime/compile.py, ``prepare_module``). Values are checked against
+NumPy under eager, jit, vmap and grad, in float32 and (with x64) float64."""
 import numpy as np
 import pytest
 
@@ -105,7 +106,7 @@ def test_matmul_with_matvec_in_one_module():
 
 def _flags(f, *args):
     text = pyree.jit(f).lower(*args).as_text()
-    return rcompile.module_flags(text, rcompile.CPU_FLAGS)
+    return rcompile.prepare_module(text, rcompile.CPU_FLAGS)[1]
 
 
 def test_narrow_modules_compile_without_data_tiling():
@@ -123,9 +124,99 @@ def test_wide_modules_keep_data_tiling():
         assert rcompile.DATA_TILING_FLAG in _flags(f, *args)
 
 
-def test_module_flags_only_drops_data_tiling():
+def test_prepare_module_only_drops_data_tiling():
     flags = ("--a", rcompile.DATA_TILING_FLAG, "--b")
-    assert rcompile.module_flags("module {}", flags) == ("--a", "--b")
+    assert rcompile.prepare_module("module {}", flags) == ("module {}", ("--a", "--b"))
     marked = f"stablehlo.dot_general {{{rcompile.DATA_TILING_MARK}}}"
-    assert rcompile.module_flags(marked, flags) == flags
-    assert rcompile.module_flags("module {}", ("--a",)) == ("--a",)
+    assert rcompile.prepare_module(marked, flags) == (marked, flags)
+    assert rcompile.prepare_module("module {}", ("--a",)) == ("module {}", ("--a",))
+
+
+# -- batched matrix-vector products configured row by row (runtime/compile.py, MATVEC_MARK) ------
+
+CONFIGURED = "vector_common_parallel = [1, 1, 0], vector_reduction = [0, 0, {}]"
+
+
+def _cpu_module(f, *args):
+    text = pyree.jit(f).lower(*args).as_text()
+    return rcompile.prepare_module(text, pyree.devices("cpu")[0].compile_flags)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_configured_matvecs_values(dtype, request):
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+    # Rows of 64 and 30 (not a multiple of the vector width), vector first (vmap(dot)) and
+    # matrix first (einsum), with a fused consumer after one of them and an unbatched matvec.
+    ms, vs, m, v, ns, us, b = _data((50, 20, 64), (50, 64), (40, 48), (48,), (9, 11, 30),
+                                    (9, 30), (20,), dtype=dtype)
+
+    def f(ms, vs, m, v, ns, us, b):
+        return (pyree.vmap(jnp.dot)(ms, vs), jnp.tanh(m @ v + 1),
+                jnp.einsum("bij,bj->bi", ns, us), jnp.tanh(pyree.vmap(jnp.dot)(ms, vs) * 2 + b))
+
+    got = pyree.jit(f)(ms, vs, m, v, ns, us, b)
+    want = (np.einsum("bij,bj->bi", ms, vs), np.tanh(m @ v + 1),
+            np.einsum("bij,bj->bi", ns, us), np.tanh(np.einsum("bij,bj->bi", ms, vs) * 2 + b))
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else _tol(dtype)
+    for g, x in zip(got, want):
+        assert g.dtype == dtype and g.shape == x.shape
+        np.testing.assert_allclose(np.asarray(g), x, **tol)
+    text, _ = _cpu_module(f, ms, vs, m, v, ns, us, b)
+    assert CONFIGURED.format(64) in text and CONFIGURED.format(30) in text
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_grad_through_row_configured_matvec(dtype, request):
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+    ms, vs, c = _data((30, 16, 64), (30, 64), (30, 16), dtype=dtype)
+
+    def loss(vs):
+        return jnp.sum(jnp.tanh(pyree.vmap(jnp.dot)(ms, vs)) * c)
+
+    got = pyree.jit(pyree.grad(loss))(vs)
+    y = np.einsum("bij,bj->bi", ms, vs)
+    want = np.einsum("bij,bi->bj", ms, c * (1 - np.tanh(y) ** 2))
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else _tol(dtype)
+    np.testing.assert_allclose(np.asarray(got), want, **tol)
+    assert CONFIGURED.format(64) in _cpu_module(pyree.grad(loss), vs)[0]  # the forward matvec
+
+
+def test_which_products_are_marked():
+    ms, vs, w, big, us = _data((4, 8, 64), (4, 64), (4, 64, 40), (5, 8, 2000), (5, 2000))
+    mark = rcompile.MATVEC_MARK
+    text, _ = _cpu_module(pyree.vmap(jnp.dot), ms, vs)
+    assert CONFIGURED.format(64) in text and mark not in text
+    # Not marked: unbatched, a vector-matrix product (reduction not along the rows), rows too
+    # long or too short for one vector, integers, and a batched dot product.
+    for f, args in [(lambda m, v: m @ v, (ms[0], vs[0])), (pyree.vmap(jnp.dot), (vs, w)),
+                    (pyree.vmap(jnp.dot), (big, us)),
+                    (pyree.vmap(jnp.dot), (ms[:, :, :8], vs[:, :8])),
+                    (pyree.vmap(jnp.dot), (ms.astype(np.int32), vs.astype(np.int32))),
+                    (pyree.vmap(jnp.dot), (vs, vs))]:
+        text, _ = _cpu_module(f, *args)
+        assert mark not in text and "compilation_info" not in text
+    # A module with data tiling keeps IREE's own configuration for its matvecs.
+    text, flags = _cpu_module(lambda m, v: (m[0] @ m[0].T, pyree.vmap(jnp.dot)(m, v)), ms, vs)
+    assert rcompile.DATA_TILING_FLAG in flags and mark in text and "compilation_info" not in text
+
+
+def test_matvec_configuration_only_for_cpu():
+    text = f"stablehlo.dot_general %a, %b {{{rcompile.MATVEC_MARK} = 64 : i64}}"
+    cpu = pyree.devices("cpu")[0].compile_flags
+    assert CONFIGURED.format(64) in rcompile.prepare_module(text, cpu)[0]
+    for gpu in [("--iree-hal-target-device=cuda",), ("--iree-hal-target-device=vulkan",)]:
+        assert rcompile.prepare_module(text, gpu + rcompile.ASYNC_FLAGS)[0] == text
+
+
+def test_configuration_reaches_the_dispatch(tmp_path):
+    # Guards against IREE dropping the op's configuration on its way to the dispatch (that
+    # would only slow these products down, silently).
+    from iree.compiler import compile_str
+    ms, vs = _data((10, 8, 64), (10, 64))
+    text, flags = _cpu_module(lambda ms, vs: jnp.einsum("bij,bj->bi", ms, vs), ms, vs)
+    compile_str(text, extra_args=list(flags) + [
+        f"--iree-hal-dump-executable-configurations-to={tmp_path}"])
+    configured = "".join(p.read_text() for p in tmp_path.iterdir())
+    assert CONFIGURED.format(64) in configured

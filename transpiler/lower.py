@@ -1473,9 +1473,36 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
     if not narrow:
         from pyree.runtime.compile import DATA_TILING_MARK
         # Only a product with two non-trivial free sides gains from IREE's data tiling; a
-        # module without one compiles without it (see runtime/compile.py, module_flags).
+        # module without one compiles without it (see runtime/compile.py, prepare_module).
         attributes[DATA_TILING_MARK] = mlir().UnitAttr.get()
+    else:
+        row = _batched_matvec_row(ctx, lc, lb, rc, rb)
+        if row is not None:
+            from pyree.runtime.compile import MATVEC_MARK
+            # A CPU compile configures this product row by row (runtime/compile.py).
+            attributes[MATVEC_MARK] = i64_attr(row)
     return op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs], attributes).result
+
+
+def _batched_matvec_row(ctx: RuleContext, lc, lb, rc, rb) -> Optional[int]:
+    """The row length of a batched matrix-vector product that IREE's CPU code runs faster row
+    by row: one batch dimension, a matrix with one free dimension whose contracted dimension is
+    its innermost (rows contiguous in memory), f32 or f64 throughout, rows of MATVEC_ROW_BYTES.
+    Else None. (IREE turns such a product into a generic op, which keeps the mark; an unbatched
+    one becomes a named op, which drops it.)"""
+    from pyree.runtime.compile import MATVEC_ROW_BYTES
+    lhs_aval, rhs_aval = ctx.avals_in
+    dtype = lhs_aval.dtype
+    if (len(lb) != 1 or len(lc) != 1 or dtype not in (np.float32, np.float64)
+            or rhs_aval.dtype != dtype or ctx.avals_out[0].dtype != dtype
+            or sorted((lhs_aval.ndim, rhs_aval.ndim)) != [2, 3]):
+        return None
+    matrix, contracted = (lhs_aval, lc[0]) if lhs_aval.ndim == 3 else (rhs_aval, rc[0])
+    if contracted != matrix.ndim - 1:
+        return None  # a vector-matrix product: IREE's own tiling is fine there
+    row = matrix.shape[-1]
+    low, high = MATVEC_ROW_BYTES
+    return row if low <= row * dtype.itemsize <= high else None
 
 
 def _is_narrow_contraction(ctx: RuleContext, lc, lb, rc, rb) -> bool:
