@@ -36,7 +36,7 @@ class Array:
     def __init__(self, buffer, aval: ShapedArray, device: Device, fence=None) -> None:
         self._buffer = buffer
         self._fence = fence
-        self.aval = aval
+        self.aval = interned(aval)  # so that jit's signature lookups compare by identity
         self._device = device
         self._npy = None
 

@@ -58,6 +58,34 @@ def test_small_calls_run_inline_and_are_ready_on_return():
     np.testing.assert_array_equal(np.asarray(x), (np.arange(8) * 8 + 7).astype(np.float32))
 
 
+def test_fast_path_calls_of_every_kind():
+    # jit's fast path (arguments all Arrays) calls the executable's default caller, which on
+    # the inline driver is written out for one output: check it and its neighbours.
+    one = pyree.jit(lambda x: x * 2.0 + 1.0)
+    two = pyree.jit(lambda x, y: (x + y, x * y))
+    large = pyree.jit(lambda x, y: x @ y)
+    a, b = _matrices(600, seed=3)
+    x, y = pyree.device_put(a), pyree.device_put(b)
+    product = large(x, y)  # worker pool: pending results carry a fence
+    small = pyree.device_put(np.arange(4, dtype=np.float32))
+    for _ in range(2):  # the second round takes the fast path
+        got = one(small)
+        np.testing.assert_array_equal(np.asarray(got), np.arange(4) * 2.0 + 1.0)
+        total, prod = two(small, got)
+        np.testing.assert_array_equal(np.asarray(total), np.arange(4) * 3.0 + 1.0)
+        np.testing.assert_array_equal(np.asarray(prod), np.arange(4) * (np.arange(4) * 2 + 1))
+        # Inputs still computing: the small call waits for them on the device.
+        summed, _ = two(large(x, y), product)
+        np.testing.assert_allclose(np.asarray(summed), 2 * (a.astype(np.float64) @ b),
+                                   rtol=1e-4, atol=1e-2)
+    gone = pyree.device_put(np.arange(4, dtype=np.float32))
+    gone.delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        one(gone)
+    with pytest.raises(RuntimeError, match="deleted"):
+        two(small, gone)
+
+
 def test_calls_queued_ahead_of_the_device_are_bounded():
     # Each queued call holds its buffers: without a bound, a loop of calls that never waits
     # grows memory without limit.

@@ -18,6 +18,7 @@ import numpy as np
 from pyree import tree_util
 from pyree.runtime import compile as rcompile
 from pyree.runtime.array import Array, device_put_numpy
+from pyree.runtime.aval import interned
 from pyree.runtime.device import Device, default_device
 from pyree.runtime.executable import Executable
 
@@ -108,6 +109,16 @@ class _Compiled:
         return tree_util.tree_unflatten(self.out_tree, outs)
 
 
+def _fast_key(avals: Sequence[ShapedArray]) -> Any:
+    """The key of a call signature in ``JitFunction._fast``: the ids of the interned avals (one
+    id for one argument). Hashing ids costs a fraction of hashing avals. Interned avals live as
+    long as the process, so an id in a key never comes to mean another aval; an Array whose
+    aval is not the interned one only misses the fast path."""
+    if len(avals) == 1:
+        return id(interned(avals[0]))
+    return tuple(id(interned(a)) for a in avals)
+
+
 # One cache per (function, jit options): jit(f) and a second jit(f) share traces, like JAX.
 _caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
 _caches_lock = threading.Lock()
@@ -163,8 +174,8 @@ class JitFunction:
         self._static_argnames = tuple(sorted(names))
         self._donate_argnums = _normalize_argnums(donate_argnums)
         self._cache = _cache_for(fun, (self._static_argnums, self._static_argnames, device))
-        # Calls whose arguments are all Arrays, positionally, skip flattening: keyed by avals.
-        self._fast: dict[tuple, _Compiled] = {}
+        # Calls whose arguments are all Arrays, positionally, skip flattening (see __call__).
+        self._fast: dict[Any, tuple] = {}
         self._simple = not self._static_argnums and not self._static_argnames
         self._lock = threading.Lock()
 
@@ -250,17 +261,25 @@ class JitFunction:
             return converted(self._fun)(*args, **kwargs)
         if not kwargs and self._simple:
             # Calls whose arguments are all Arrays, on the device of the last such call with
-            # these avals: straight to the executable.
-            avals = []
-            for a in args:
-                if type(a) is not Array:
-                    break
-                avals.append(a.aval)
+            # these avals: straight to the executable. Keyed by the avals' ids (see _fast_key).
+            if len(args) == 1:
+                a = args[0]
+                key = id(a.aval) if type(a) is Array else None
             else:
-                compiled = self._fast.get(tuple(avals))
-                if compiled is not None and (not args or args[0]._device is compiled.device):
-                    if compiled.direct and not nan_check.enabled:
-                        outs = compiled.executable(args)
+                key = []
+                for a in args:
+                    if type(a) is not Array:
+                        key = None
+                        break
+                    key.append(id(a.aval))
+                else:
+                    key = tuple(key)
+            if key is not None:
+                fast = self._fast.get(key)
+                if fast is not None and (not args or args[0]._device is fast[0]):
+                    _, call, compiled = fast
+                    if call is not None and not nan_check.enabled:
+                        outs = call(args)
                         return outs[0] if compiled.single_output else \
                             tree_util.tree_unflatten(compiled.out_tree, outs)
                     return compiled.run(list(args))
@@ -274,7 +293,9 @@ class JitFunction:
             compiled = self._compile(key, static, in_tree, avals, device)
         if (not kwargs and self._simple and len(leaves) == len(args)
                 and all(type(a) is Array for a in args)):
-            self._fast[avals] = compiled
+            # (device, the executable's bound call when the arrays are its whole input, compiled)
+            self._fast[_fast_key(avals)] = (compiled.device, compiled.executable.caller()
+                                            if compiled.direct else None, compiled)
         return compiled.run(arrays)
 
     def _compile(self, key: tuple, static: tuple, in_tree, avals: tuple,

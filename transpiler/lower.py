@@ -1336,7 +1336,7 @@ def _reduction_rule(prim) -> Callable:
     name = _REDUCERS[prim]
 
     def rule(ctx: RuleContext, x, *, axes):
-        in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
+        in_aval = ctx.avals_in[0]
         dtype = in_aval.dtype
         if dtype == np.bool_ and name in ("maximum", "minimum"):
             body_name = "or" if name == "maximum" else "and"
