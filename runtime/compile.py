@@ -8,6 +8,7 @@ Disk entries carry a checksum: a truncated or corrupted entry is recompiled, nev
 from __future__ import annotations
 
 import hashlib
+import linecache
 import os
 import re
 import struct
@@ -143,6 +144,7 @@ class CompileStats:
     compiled = 0
     disk_hits = 0
     memory_hits = 0
+    fallbacks = 0  # compiled only with FALLBACK_FLAGS
 
 
 _memory_cache: dict[str, bytes] = {}
@@ -236,67 +238,85 @@ def compile_mlir(mlir_text: str, flags: Sequence[str], *, cache_text: Optional[s
         return payload
 
 
+# IREE 3.13 fails on some dispatches it forms itself: fusing a value with several uses into two
+# reductions of products (a gradient of mean(exp(a u - b v)) with respect to a and b) put a
+# whole 100,000-float intermediate on the stack ("exceeded stack allocation limit"). Such a
+# module is compiled a second time without multi-use fusion, which avoids it; modules that
+# compile keep the fusion (O3's fusions made normalisations several times faster here).
+FALLBACK_FLAGS = ("--iree-dispatch-creation-fuse-multi-use=false",)
+
+
 def _compile_now(mlir_text: str, flags: Sequence[str]) -> bytes:
-    payload = _run_compiler(mlir_text, flags, diagnostics=False)
+    payload, diagnostics = _run_compiler(mlir_text, flags)
+    if payload is None and not set(FALLBACK_FLAGS) <= set(flags):
+        payload, _ = _run_compiler(mlir_text, tuple(flags) + FALLBACK_FLAGS)
+        CompileStats.fallbacks += payload is not None
     if payload is None:
-        # Compile again with IREE's diagnostics captured, to say what went wrong. Capturing
-        # redirects the process's stderr, so it is kept off the common (successful) path.
-        state = _capture_stderr_start()
-        try:
-            _run_compiler(mlir_text, flags, diagnostics=True)
-        finally:
-            message = _capture_stderr_stop(state)
-        raise CompileError("IREE failed to compile a module pyree generated:\n" + message)
+        raise CompileError("IREE failed to compile a module pyree generated:\n"
+                           + "\n".join(diagnostics))
     return payload
 
 
-def _run_compiler(mlir_text: str, flags: Sequence[str], diagnostics: bool) -> Optional[bytes]:
+def _run_compiler(mlir_text: str, flags: Sequence[str]) -> tuple[Optional[bytes], list[str]]:
+    """The ``.vmfb`` (None if IREE failed) and IREE's diagnostics, formatted."""
     from iree.compiler import api
 
+    diagnostics: list[str] = []
     session = api.Session()
     try:
         session.set_flags(*flags)
         invocation = session.invocation()
-        if diagnostics:
-            invocation.enable_console_diagnostics()
+        handler = _collect_diagnostics(invocation, diagnostics)  # alive until compiled
         source = api.Source.wrap_buffer(session, mlir_text.encode())
         if not (invocation.parse_source(source) and invocation.execute()):
-            return None
+            return None, diagnostics
         output = api.Output.open_membuffer()
         invocation.output_vm_bytecode(output)
-        return bytes(output.map_memory())
+        del handler
+        return bytes(output.map_memory()), diagnostics
     finally:
         session.close()
 
 
-# IREE prints diagnostics to the process's stderr (fd 2); capture them for the error message.
-_stderr_lock = threading.Lock()
+_SEVERITIES = ("note", "warning", "error", "remark")
+_LOCATION = re.compile(r"^(.+?):(\d+):(\d+): ")
 
 
-def _capture_stderr_start():
-    _stderr_lock.acquire()
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        tmp = tempfile.TemporaryFile()
-        os.dup2(tmp.fileno(), 2)
-        return saved, tmp
-    except Exception:
-        _stderr_lock.release()
-        raise
+def _collect_diagnostics(invocation, into: list):
+    """Send the invocation's diagnostics to ``into`` instead of the process's stderr (a
+    module that compiles at the second try must not print the first try's errors); returns
+    the callback, which must outlive the compile."""
+    import ctypes
+    from iree.compiler.api import ctypes_dl
+
+    enable = getattr(ctypes_dl._dylib, "ireeCompilerInvocationEnableCallbackDiagnostics", None)
+    if enable is None:  # not in this IREE: its console diagnostics, on stderr
+        invocation.enable_console_diagnostics()
+        return None
+    callback_type = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                     ctypes.c_void_p)
+
+    def collect(severity: int, message: int, size: int, _) -> None:
+        text = ctypes.string_at(message, size).decode(errors="replace")
+        into.append(_format_diagnostic(severity, text))
+
+    callback = callback_type(collect)
+    enable.argtypes = [ctypes.c_void_p, ctypes.c_int, callback_type, ctypes.c_void_p]
+    enable.restype = None
+    enable(invocation._inv_p, 0, callback, None)
+    return callback
 
 
-def _capture_stderr_stop(state) -> str:
-    saved, tmp = state
-    try:
-        os.dup2(saved, 2)
-        os.close(saved)
-        tmp.seek(0)
-        text = tmp.read().decode(errors="replace")
-        tmp.close()
-        return text
-    finally:
-        _stderr_lock.release()
+def _format_diagnostic(severity: int, text: str) -> str:
+    """``file:line:col: error: message``, that line of the user's source below it."""
+    name = _SEVERITIES[severity] if 0 <= severity < len(_SEVERITIES) else "diagnostic"
+    match = _LOCATION.match(text)
+    if match is None:
+        return f"{name}: {text}"
+    first, newline, rest = text[match.end():].partition("\n")
+    line = linecache.getline(match[1], int(match[2])).strip()
+    source = f"\n    {line}" if line else ""
+    return f"{match[0]}{name}: {first}{source}{newline}{rest}"
 
 
 def clear_memory_cache() -> None:
