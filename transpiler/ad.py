@@ -22,7 +22,8 @@ import numpy as np
 from pyree import dtypes
 
 from .ir import IR, Atom, ClosedIR, Eqn, Literal, ShapedArray, Var
-from .trace import (IRBuilder, Primitive, Tracer, TypedScalar, bind, get_aval, tracing)
+from .trace import (IRBuilder, Primitive, Tracer, TypedScalar, bind, get_aval, located,
+                    tracing)
 
 # primitive -> rule(primals, tangents, **params) -> (primal outputs, tangent outputs)
 jvp_rules: dict[Primitive, Callable] = {}
@@ -129,14 +130,15 @@ def jvp_eval(closed: ClosedIR, primals: Sequence[Any], tangents: Sequence[Any]
     for eqn in ir.eqns:
         ps = [read_p(a) for a in eqn.inputs]
         ts = [read_t(a) for a in eqn.inputs]
-        if all(isinstance(t, Zero) for t in ts):
-            outs = bind(eqn.primitive, ps, eqn.params)
-            touts = [Zero(v.aval) for v in eqn.outputs]
-        else:
-            rule = jvp_rules.get(eqn.primitive)
-            if rule is None:
-                raise NotImplementedError(f"no JVP rule for primitive {eqn.primitive}")
-            outs, touts = rule(ps, ts, **eqn.params)
+        with located(eqn.loc):
+            if all(isinstance(t, Zero) for t in ts):
+                outs = bind(eqn.primitive, ps, eqn.params)
+                touts = [Zero(v.aval) for v in eqn.outputs]
+            else:
+                rule = jvp_rules.get(eqn.primitive)
+                if rule is None:
+                    raise NotImplementedError(f"no JVP rule for primitive {eqn.primitive}")
+                outs, touts = rule(ps, ts, **eqn.params)
         for v, p, t in zip(eqn.outputs, outs, touts):
             primal_env[v] = p
             tangent_env[v] = _fix_tangent(t, v.aval)
@@ -253,7 +255,8 @@ def forward_pass(lin: Linearized, primals: Sequence[Any]) -> dict:
         return env[a]
 
     for eqn in lin.primal_eqns:
-        outs = bind(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params)
+        with located(eqn.loc):
+            outs = bind(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params)
         env.update(zip(eqn.outputs, outs))
     return env
 
@@ -290,7 +293,8 @@ def backward_pass(lin: Linearized, env: dict, cotangents: Sequence[Any]) -> list
             raise NotImplementedError(
                 f"reverse-mode differentiation of {eqn.primitive} is not supported (no "
                 f"transpose rule)")
-        in_cts = rule(cts if eqn.primitive.multiple_results else cts[0], *args, **eqn.params)
+        with located(eqn.loc):
+            in_cts = rule(cts if eqn.primitive.multiple_results else cts[0], *args, **eqn.params)
         for a, ct in zip(eqn.inputs, in_cts):
             if lin.is_linear(a):
                 accumulate(a, ct)
@@ -307,7 +311,8 @@ def linear_eval(lin: Linearized, env: dict, tangents: Sequence[Any]) -> list[Any
         return read_env(env, a)
 
     for eqn in lin.linear_eqns:
-        outs = bind(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params)
+        with located(eqn.loc):
+            outs = bind(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params)
         for v, o in zip(eqn.outputs, outs):
             t_env[id(v)] = o
     return [read(a) if lin.is_linear(a) else zeros(a.aval) for a in lin.tangent_out]

@@ -20,7 +20,7 @@ import numpy as np
 
 from .ir import IR, Atom, ClosedIR, Literal, ShapedArray, Var
 from .lower import lowering_rules
-from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval
+from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
 from . import primitives as P
 
 # primitive -> rule(axis, values, dims, **params) -> (outputs, output batch dims)
@@ -116,15 +116,16 @@ def batch_eval(closed: ClosedIR, values: Sequence[Any], dims: Sequence[Dim],
         ins = [read(a) for a in eqn.inputs]
         xs = [x for x, _ in ins]
         ds = [d for _, d in ins]
-        if all(d is None for d in ds) and not _names_axis(eqn.primitive, eqn.params, axis):
-            outs = bind(eqn.primitive, xs, eqn.params)
-            out_dims: list[Dim] = [None] * len(outs)
-        else:
-            rule = batching_rules.get(eqn.primitive)
-            if rule is None:
-                raise NotImplementedError(f"vmap of primitive {eqn.primitive} is not supported "
-                                          f"(no batching rule)")
-            outs, out_dims = rule(axis, xs, ds, **eqn.params)
+        with located(eqn.loc):
+            if all(d is None for d in ds) and not _names_axis(eqn.primitive, eqn.params, axis):
+                outs = bind(eqn.primitive, xs, eqn.params)
+                out_dims: list[Dim] = [None] * len(outs)
+            else:
+                rule = batching_rules.get(eqn.primitive)
+                if rule is None:
+                    raise NotImplementedError(f"vmap of primitive {eqn.primitive} is not "
+                                              f"supported (no batching rule)")
+                outs, out_dims = rule(axis, xs, ds, **eqn.params)
         for v, o, d in zip(eqn.outputs, outs, out_dims):
             env[v] = (o, d)
     results = [read(a) for a in ir.outs]

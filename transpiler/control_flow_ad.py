@@ -18,7 +18,7 @@ from .ad import (UndefinedPrimal, Zero, instantiate, is_undefined, jvp_eval, jvp
                  partial_eval_rules, tangent_aval, transpose_ir, transpose_rules)
 from .control_flow import cond_p, scan_p, trace_region, while_p
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
-from .trace import TypedScalar, bind, get_aval
+from .trace import TypedScalar, bind, get_aval, located
 
 
 # -- splitting a region ----------------------------------------------------------------------------
@@ -368,7 +368,8 @@ def _eval_ir(ir: IR, args: Sequence[Any]) -> list:
         return env[a]
 
     for eqn in ir.eqns:
-        outs = bind(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params)
+        with located(eqn.loc):
+            outs = bind(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params)
         env.update(zip(eqn.outputs, outs))
     return [read(a) for a in ir.outs]
 

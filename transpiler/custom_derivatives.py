@@ -17,7 +17,8 @@ from . import ad
 from .ad import Zero, instantiate, jvp_rules, tangent_aval, transpose_rules
 from .ir import IR, ShapedArray
 from .lower import Lowering, RuleContext, lowering_rules
-from .trace import Primitive, TypedScalar, abstract_eval_rules, effectful_primitives, get_aval
+from .trace import (Primitive, TypedScalar, abstract_eval_rules, effectful_primitives, get_aval,
+                    located)
 
 stop_gradient_p = Primitive("stop_gradient")
 abstract_eval_rules[stop_gradient_p] = lambda x: x
@@ -84,7 +85,9 @@ def _custom_jvp_rule(primals, tangents, *, fun, info):
               for t in t_args]
     primal_tree = tree_util.tree_unflatten(info.in_tree, list(args))
     tangent_tree = tree_util.tree_unflatten(info.in_tree, t_args)
-    out, t_out = info.rule(*[v for _, v in info.nondiff], tuple(primal_tree), tuple(tangent_tree))
+    with located(None):  # the user's rule: its own lines
+        out, t_out = info.rule(*[v for _, v in info.nondiff], tuple(primal_tree),
+                               tuple(tangent_tree))
     out_leaves, out_tree = tree_util.tree_flatten(out)
     t_leaves, t_tree = tree_util.tree_flatten(t_out)
     if out_tree != info.out_tree or t_tree != info.out_tree:
@@ -108,7 +111,8 @@ def _custom_vjp_rule(primals, tangents, *, fun, info):
     args = primals[info.num_consts:]
     arg_tree = tree_util.tree_unflatten(info.in_tree, list(args))
     full = _with_nondiff(info.nondiff, tuple(arg_tree))
-    result = fwd(*full)
+    with located(None):  # the user's rule: its own lines
+        result = fwd(*full)
     if not isinstance(result, tuple) or len(result) != 2:
         raise TypeError("a custom_vjp fwd function must return a pair (output, residuals)")
     out, residuals = result
@@ -152,7 +156,8 @@ def _custom_lin_transpose(cts, *args, info, out_avals):
     args = _user_values(args[:n_res]) + list(args[n_res:])
     residuals = tree_util.tree_unflatten(res_tree, list(args[:n_res]))
     ct_tree = tree_util.tree_unflatten(info.out_tree, [instantiate(c) for c in cts])
-    in_cts = bwd(*[v for _, v in info.nondiff], residuals, ct_tree)
+    with located(None):  # the user's rule: its own lines
+        in_cts = bwd(*[v for _, v in info.nondiff], residuals, ct_tree)
     if not isinstance(in_cts, (tuple, list)):
         raise TypeError("a custom_vjp bwd function must return a tuple with one cotangent per "
                         "differentiated argument")

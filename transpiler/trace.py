@@ -248,6 +248,7 @@ class IRBuilder:
 class _TraceState(threading.local):
     def __init__(self) -> None:
         self.builders: list[IRBuilder] = []
+        self.loc: Optional[SourceLoc] = None  # see `located`
 
 
 _state = _TraceState()
@@ -256,6 +257,27 @@ _state = _TraceState()
 def current_builder() -> Optional[IRBuilder]:
     builders = _state.builders
     return builders[-1] if builders else None
+
+
+class located:
+    """Context manager: equations recorded inside carry ``loc`` instead of the innermost user
+    frame. Transformations re-bind each equation of a traced program (its JVP, transpose or
+    batching rule) under the location of that equation, so that a gradient's operations name
+    the line of the operation they differentiate, not the line that called ``grad``.
+    ``located(None)`` restores the frame lookup (around user code called from a rule: custom
+    derivative rules)."""
+
+    __slots__ = ("loc", "saved")
+
+    def __init__(self, loc: Optional[SourceLoc]) -> None:
+        self.loc = loc
+
+    def __enter__(self) -> None:
+        self.saved = _state.loc
+        _state.loc = self.loc
+
+    def __exit__(self, *exc) -> None:
+        _state.loc = self.saved
 
 
 class tracing:
@@ -341,7 +363,7 @@ def bind(primitive: Primitive, args: Sequence[Any], params: dict) -> list[Any]:
                     "container?). Return values from jitted functions instead.")
         from . import eager
         return eager.apply(primitive, args, params)
-    loc = user_loc(2)
+    loc = _state.loc or user_loc(2)
     inputs = [builder.atom(a) for a in args]
     out_avals = abstract_eval(primitive, [a.aval for a in inputs], params, loc)
     return builder.add_eqn(primitive, inputs, params, out_avals, loc)
