@@ -319,6 +319,21 @@ def test_grad_backward_nan(nans):
     np.testing.assert_allclose(np.asarray(pyree.jit(grad)(jnp.ones(2))), [0.0, 0.0])
 
 
+def test_backward_nan_inside_a_while_loop_names_the_body_line(nans):
+    # Reverse mode turns the while loop into loops of its own (a counted forward pass, then
+    # the steps backwards): the search runs those step by step too.
+    def g(x):
+        y = x
+        while y < 5.0:
+            y = jnp.sqrt(y * y) * 0.0 + y + 1.0  # d sqrt at 0: inf * 0
+        return y
+
+    with pytest.raises(FloatingPointError, match=r"encountered in (mul|div) " +
+                       at(g, "jnp.sqrt(y * y)") + r"\n  inside \w+ " + at(g, "while y <")):
+        pyree.jit(pyree.grad(g))(0.0)
+    assert float(pyree.jit(pyree.grad(g))(1.0)) == pytest.approx(1.0)
+
+
 def test_custom_jvp_rule_keeps_its_own_lines(nans):
     # Equations a user's custom JVP rule binds carry the rule's lines, not the function's.
     @pyree.custom_jvp

@@ -10,7 +10,8 @@ While an option is on:
   whose results hold a NaN its operands did not (elementwise operations: at a position where no
   operand had one) is the culprit, and its traced source position names the line. Inside
   ``cond``/``while``/``scan`` (and custom-derivative calls) the search goes on in the body, step
-  by step, so the message names the line in the body and the enclosing control flow.
+  by step, so the message names the line in the body and the enclosing control flow (the loops
+  reverse mode makes of while loops included).
 
 As in JAX, a bad value in a jitted function's results raises even when no operation produced
 it (a NaN argument flowing through ``x + 1``); the message then says where it came from.
@@ -306,13 +307,14 @@ def _descend(eqn: Eqn, ins: list, context: list) -> Optional[_Culprit]:
     step by step, checking every equation. None when it is not control flow (or the body, run
     this way, produces nothing bad)."""
     from . import control_flow as cf
+    from . import control_flow_ad as cfad
     from . import custom_derivatives as cd
     primitive, params = eqn.primitive, eqn.params
     if primitive is cf.cond_p:
         branches = params["branches"]
         index = min(max(int(_numpy(ins[0])), 0), len(branches) - 1)
         return _run_region(branches[index], ins[1:], context)[0]
-    if primitive is cf.while_p:
+    if primitive is cf.while_p or primitive is cfad.while_count_p:  # (the latter also counts)
         nc, nb = params["cond_nconsts"], params["body_nconsts"]
         cond_consts, body_consts, carry = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
         while True:
@@ -326,8 +328,22 @@ def _descend(eqn: Eqn, ins: list, context: list) -> Optional[_Culprit]:
                 return culprit
     if primitive is cf.scan_p:
         return _descend_scan(params, ins, context)
+    if primitive is cfad.counted_loop_p:  # the loops reverse mode makes of while loops
+        return _descend_counted_loop(params, ins, context)
     if primitive in (cd.custom_jvp_call_p, cd.custom_vjp_call_p):
         return _run_region(params["fun"], ins, context)[0]
+    return None
+
+
+def _descend_counted_loop(params: dict, ins: list, context: list) -> Optional[_Culprit]:
+    from pyree.runtime.array import device_put_numpy
+    lo, hi, nc = int(_numpy(ins[0])), int(_numpy(ins[1])), params["num_consts"]
+    consts, carry = ins[2:2 + nc], ins[2 + nc:]
+    for i in range(hi - 1, lo - 1, -1) if params["reverse"] else range(lo, hi):
+        step = device_put_numpy(np.asarray(i, np.int32))
+        culprit, carry = _run_region(params["body"], [step] + consts + carry, context)
+        if culprit is not None:
+            return culprit
     return None
 
 
