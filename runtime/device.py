@@ -251,8 +251,17 @@ def _release_iree_objects_at_exit() -> None:
     # Python frees module globals in no fixed order (and the binding library may go first). So,
     # while everything is still alive: wait for pending work and drop every Array's buffer (one
     # heap walk at exit instead of a registry every Array would pay for), then the contexts and
-    # modules, then the devices and the VM instance.
+    # modules, then the devices and the VM instance. Calls still running on a worker pool whose
+    # results nobody holds any more are waited for too: a device destroyed under a running
+    # dispatch crashed the process at exit.
     global _instance
+    for devs in _devices.values():
+        for dev in devs:
+            while dev.in_flight:
+                try:
+                    dev.in_flight.popleft().wait()
+                except Exception:  # a failed call: nothing to wait for
+                    pass
     for array in live_arrays():
         try:
             array._release()

@@ -86,6 +86,28 @@ def test_fast_path_calls_of_every_kind():
         two(small, gone)
 
 
+_EXIT_WITH_WORK_PENDING = """
+import sys, numpy as np, pyree
+g = pyree.jit(lambda x, y: (x @ y).sum())
+a = pyree.device_put(np.ones((500, 500), np.float32))
+for _ in range(4):
+    r = g(a, a)  # worker-pool calls, still running at exit; only the last one is held
+if sys.argv[1] == "raise":
+    raise ValueError("boom")
+"""
+
+
+def test_exit_with_calls_still_running_does_not_crash():
+    # Destroying the device under a running dispatch crashed the interpreter (SIGSEGV in an
+    # IREE worker) about every other run, with or without an uncaught exception.
+    import subprocess
+    for mode in ("raise", "none") * 3:
+        done = subprocess.run([sys.executable, "-c", _EXIT_WITH_WORK_PENDING, mode],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == (1 if mode == "raise" else 0), (mode, done.returncode,
+                                                                  done.stderr[-2000:])
+
+
 def test_calls_queued_ahead_of_the_device_are_bounded():
     # Each queued call holds its buffers: without a bound, a loop of calls that never waits
     # grows memory without limit.

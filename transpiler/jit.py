@@ -19,6 +19,7 @@ from pyree import tree_util
 from pyree.runtime import compile as rcompile
 from pyree.runtime.array import Array, device_put_numpy
 from pyree.runtime.aval import interned
+from pyree.runtime import device as device_module
 from pyree.runtime.device import Device, default_device
 from pyree.runtime.executable import Executable
 
@@ -119,6 +120,19 @@ def _fast_key(avals: Sequence[ShapedArray]) -> Any:
     return tuple(id(interned(a)) for a in avals)
 
 
+# Every JitFunction, so that their fast paths, which hold IREE contexts, are dropped at exit
+# with the runtime's other IREE objects (runtime/device.py, exit_hooks).
+_jitted: "weakref.WeakSet[JitFunction]" = weakref.WeakSet()
+
+
+def _forget_fast_paths() -> None:
+    for jitted in list(_jitted):
+        jitted._fast.clear()
+
+
+device_module.exit_hooks.append(_forget_fast_paths)
+
+
 # One cache per (function, jit options): jit(f) and a second jit(f) share traces, like JAX.
 _caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
 _caches_lock = threading.Lock()
@@ -176,6 +190,7 @@ class JitFunction:
         self._cache = _cache_for(fun, (self._static_argnums, self._static_argnames, device))
         # Calls whose arguments are all Arrays, positionally, skip flattening (see __call__).
         self._fast: dict[Any, tuple] = {}
+        _jitted.add(self)
         self._simple = not self._static_argnums and not self._static_argnames
         self._lock = threading.Lock()
 
