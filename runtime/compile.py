@@ -7,6 +7,7 @@ Disk entries carry a checksum: a truncated or corrupted entry is recompiled, nev
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import linecache
 import os
@@ -266,13 +267,12 @@ def _run_compiler(mlir_text: str, flags: Sequence[str]) -> tuple[Optional[bytes]
     try:
         session.set_flags(*flags)
         invocation = session.invocation()
-        handler = _collect_diagnostics(invocation, diagnostics)  # alive until compiled
+        _collect_diagnostics(invocation, diagnostics)
         source = api.Source.wrap_buffer(session, mlir_text.encode())
         if not (invocation.parse_source(source) and invocation.execute()):
             return None, diagnostics
         output = api.Output.open_membuffer()
         invocation.output_vm_bytecode(output)
-        del handler
         return bytes(output.map_memory()), diagnostics
     finally:
         session.close()
@@ -282,29 +282,39 @@ _SEVERITIES = ("note", "warning", "error", "remark")
 _LOCATION = re.compile(r"^(.+?):(\d+):(\d+): ")
 
 
-def _collect_diagnostics(invocation, into: list):
+def _collect_diagnostics(invocation, into: list) -> None:
     """Send the invocation's diagnostics to ``into`` instead of the process's stderr (a
-    module that compiles at the second try must not print the first try's errors); returns
-    the callback, which must outlive the compile."""
+    module that compiles at the second try must not print the first try's errors)."""
+    api = _callback_diagnostics_api()
+    if api is None:  # not in this IREE: its console diagnostics, on stderr
+        invocation.enable_console_diagnostics()
+        return
+    enable, callback_type, string_at = api
+
+    def collect(severity: int, message: int, size: int, _) -> None:
+        text = string_at(message, size).decode(errors="replace")
+        into.append(_format_diagnostic(severity, text))
+
+    # The invocation holds the callback: it must live as long as IREE may call it.
+    invocation._pyree_diagnostics = callback_type(collect)
+    enable(invocation._inv_p, 0, invocation._pyree_diagnostics, None)
+
+
+@functools.lru_cache(maxsize=None)
+def _callback_diagnostics_api():
+    """(IREE's C function routing an invocation's diagnostics to a callback, declared; the
+    callback's ctypes type; ctypes.string_at), or None when this IREE lacks the function."""
     import ctypes
     from iree.compiler.api import ctypes_dl
 
     enable = getattr(ctypes_dl._dylib, "ireeCompilerInvocationEnableCallbackDiagnostics", None)
-    if enable is None:  # not in this IREE: its console diagnostics, on stderr
-        invocation.enable_console_diagnostics()
+    if enable is None:
         return None
     callback_type = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
                                      ctypes.c_void_p)
-
-    def collect(severity: int, message: int, size: int, _) -> None:
-        text = ctypes.string_at(message, size).decode(errors="replace")
-        into.append(_format_diagnostic(severity, text))
-
-    callback = callback_type(collect)
     enable.argtypes = [ctypes.c_void_p, ctypes.c_int, callback_type, ctypes.c_void_p]
     enable.restype = None
-    enable(invocation._inv_p, 0, callback, None)
-    return callback
+    return enable, callback_type, ctypes.string_at
 
 
 def _format_diagnostic(severity: int, text: str) -> str:
