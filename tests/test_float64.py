@@ -160,6 +160,16 @@ def test_atan2():
 
 # -- cbrt -------------------------------------------------------------------------------------
 
+def correctly_rounded_cbrt(x):
+    """cbrt(x) to within 0.5 ulp (but for values within ~1e-19 of a tie): NumPy's (glibc's),
+    which is 2 ulps off on some CPUs (AMD znver3), refined by a Newton step in long double."""
+    root = np.cbrt(x).astype(np.longdouble)
+    with np.errstate(all="ignore"):
+        refined = root - (root ** 3 - x) / (3 * root ** 2)
+    ok = np.isfinite(refined)
+    return np.where(ok, refined.astype(F64), np.cbrt(x))
+
+
 def test_cbrt():
     rng = np.random.default_rng(3)
     n = 3000
@@ -174,7 +184,7 @@ def test_cbrt():
     cubes = roots ** 3  # exact: the roots have at most 17 significant bits
     for mode, (out, cube_roots) in jit_and_eager(lambda a, b: (lax.cbrt(a), lax.cbrt(b)),
                                                  x, cubes):
-        assert_ulps(out, np.cbrt(x), 1, f"cbrt {mode}", x)  # measured: 1 (NumPy's is 1 off)
+        assert_ulps(out, correctly_rounded_cbrt(x), 0.5, f"cbrt {mode}", x)
         assert_same_signs(out, np.cbrt(x), f"cbrt {mode}")
         np.testing.assert_array_equal(cube_roots, roots, f"cbrt of perfect cubes, {mode}")
 

@@ -30,7 +30,7 @@ from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules, zer
 from .batching import batching_rules, broadcast_batched, moveaxis
 from .eager import STATIC_SHAPE_PRIMITIVES
 from .ir import ShapedArray
-from .lower import (_compare, _reduce, hlo, i64_array, i64_attr, lowering_rules, mlir, op,
+from .lower import (_compare, _reduce, fresh_copy, hlo, i64_array, i64_attr, lowering_rules, mlir, op,
                     scalar_like, tensor_type)
 from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval
 
@@ -592,7 +592,7 @@ def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, comb
     if ctx.lowering.aliases_input(operand):
         # IREE may scatter in place into the storage of a function input, which pyree's
         # immutable Arrays share with the caller (IREE issue #16168): scatter into a copy.
-        operand = _fresh_copy(operand, x_aval)
+        operand = fresh_copy(operand, x_aval)
     if not drop:
         indices, _ = _bounded_indices(indices, idx_aval, upper, False)
         return _canonical_scatter(operand, indices, updates, x_aval, idx_aval.update(
@@ -637,23 +637,6 @@ def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, comb
     return hlo("slice", tensor_type(x_aval), scattered,
                start_indices=i64_array([0] * x_aval.ndim), limit_indices=i64_array(x_aval.shape),
                strides=i64_array([1] * x_aval.ndim))
-
-
-def _fresh_copy(value, aval: ShapedArray):
-    """``value`` in new storage: a select against a mask IREE cannot fold (an iota compared
-    with a bound past its end), so the scatter cannot run in the input's buffer."""
-    if aval.ndim == 0 or aval.size == 0:
-        return value
-    iota_aval = ShapedArray(aval.shape, np.dtype(np.int32))
-    iota = hlo("iota", tensor_type(iota_aval), iota_dimension=mlir().IntegerAttr.get(
-        mlir().IntegerType.get_signless(64), 0))
-    bound = hlo("broadcast_in_dim", tensor_type(iota_aval), scalar_like(aval.shape[0], np.int32),
-                broadcast_dimensions=i64_array([]))
-    inside = _cmp(iota, bound, "LT", iota_aval)
-    zero = hlo("broadcast_in_dim", tensor_type(aval),
-               scalar_like(combiner_identity("add", aval.dtype), aval.dtype),
-               broadcast_dimensions=i64_array([]))
-    return hlo("select", tensor_type(aval), inside, value, zero)
 
 
 lowering_rules[gather_p] = _gather_lowering

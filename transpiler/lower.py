@@ -136,6 +136,27 @@ def scalar_like(value: Any, dtype: np.dtype):
     return constant(value, ShapedArray((), dtype))
 
 
+def fresh_copy(value, aval: ShapedArray):
+    """``value`` in storage of its own, never a function input's buffer.
+
+    IREE 3.13 performs some updates in place on their operand (scatter, sort, updates of a
+    slice), and when that operand is a function input it writes into the caller's buffer
+    (IREE issue #16168), which pyree's immutable Arrays share. The copy is a select whose
+    predicate comes through an optimization barrier, so IREE can neither fold it away nor
+    prove it the identity: an iota compared with a bound folds when the axis has length 1,
+    and the scatter then wrote into its input (x.at[jnp.array([0])].add(2) with x of shape
+    (1,) changed x)."""
+    if aval.size == 0:
+        return value
+    bool_t = tensor_type(ShapedArray((), np.dtype(np.bool_)))
+    keep = op("stablehlo.optimization_barrier", [bool_t], [scalar_like(True, np.bool_)]).result
+    zero = scalar_like(0, aval.dtype)
+    if aval.ndim:
+        zero = hlo("broadcast_in_dim", tensor_type(aval), zero,
+                   broadcast_dimensions=i64_array([]))
+    return hlo("select", tensor_type(aval), keep, value, zero)
+
+
 # -- contexts -----------------------------------------------------------------------------------
 
 class RuleContext:
@@ -201,9 +222,7 @@ class Lowering:
                 ctx = RuleContext(self, [a.aval for a in eqn.inputs],
                                   [v.aval for v in eqn.outputs], dyn_args)
                 ins = [read(a) for a in eqn.inputs]
-                outs = rule(ctx, *ins, **eqn.params)
-                if not isinstance(outs, (list, tuple)):
-                    outs = [outs]
+                outs = apply_rule(rule, eqn.primitive, ctx, ins, eqn.params)
                 if eqn.primitive in VIEW_PRIMITIVES and ins and ins[0] in self._input_views:
                     self._input_views.update(outs)
                 for var, value in zip(eqn.outputs, outs):
@@ -316,10 +335,8 @@ def lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
                     dyn[name] = ints[pos:pos + count]
                     pos += count
                 ctx = RuleContext(Lowering(dynamic=True), avals_in, avals_out, dyn)
-                outs = lowering_rules[primitive](ctx, *tensors, **params)
-                if not isinstance(outs, (list, tuple)):
-                    outs = [outs]
-                func.ReturnOp(list(outs))
+                outs = apply_rule(lowering_rules[primitive], primitive, ctx, tensors, params)
+                func.ReturnOp(outs)
         return _finish_module(module, "main")
 
 
@@ -1519,6 +1536,94 @@ def _free_size(aval: ShapedArray, contracting: Sequence[int], batch: Sequence[in
 
 
 lowering_rules[P.dot_general_p] = _dot_general_rule
+
+
+# -- bfloat16 ----------------------------------------------------------------------------------
+# pyree computes every bfloat16 operation in float32 and rounds its result to bfloat16 itself,
+# with integer arithmetic. Two IREE 3.13 problems, one cure:
+# * its CPU backend computes bf16 arithmetic in f32 and converts back with arith.truncf, which
+#   LLVM lowers to a call of __truncsfbf2 on CPUs without AVX512-BF16 (AMD znver3 here):
+#   linking the dispatch fails, so any bf16 arithmetic failed to compile there;
+# * it fuses chains of bf16 operations and keeps their intermediates in f32, so a jitted
+#   program rounded less often than the same program run eagerly, and than JAX, which rounds
+#   after every operation (jnp.sin(v.astype(bf16)) differed in the last bits).
+# Operations that only move data keep their bf16 operands; contractions keep bf16 operands
+# (the hardware's bf16 paths) and accumulate in f32.
+
+_BF16_DATA_MOVEMENT = frozenset({
+    P.reshape_p, P.transpose_p, P.broadcast_in_dim_p, P.slice_p, P.dynamic_slice_p,
+    P.dynamic_update_slice_p, P.concatenate_p, P.pad_p, P.rev_p, P.select_p})
+_BF16_BY_NAME = frozenset({"gather", "sort", "bitcast_convert_type", "stop_gradient"})
+_BF16_CONTRACTIONS = frozenset({"dot_general", "conv_general_dilated"})
+
+
+def apply_rule(rule: Callable, primitive, ctx: RuleContext, ins: Sequence, params: dict) -> list:
+    """The values of ``rule`` applied to ``ins``, a list (bfloat16 computed as said above)."""
+    if _bf16_computed_in_f32(primitive, ctx, params):
+        contraction = primitive.name in _BF16_CONTRACTIONS
+        f32_ins = [x if contraction or a.dtype != bfloat16 else widen_bf16(ctx, x, a)
+                   for x, a in zip(ins, ctx.avals_in)]
+        ctx32 = RuleContext(ctx.lowering, [a if contraction else _bf16_as_f32(a)
+                                           for a in ctx.avals_in],
+                            [_bf16_as_f32(a) for a in ctx.avals_out], ctx.dyn)
+        params32 = {k: (_F32 if _is_bf16_dtype(v) else v) for k, v in params.items()}
+        outs = _as_list(rule(ctx32, *f32_ins, **params32))
+        return [round_to_bf16(ctx, x, a) if a.dtype == bfloat16 else x
+                for x, a in zip(outs, ctx.avals_out)]
+    return _as_list(rule(ctx, *ins, **params))
+
+
+def _as_list(outs) -> list:
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
+def _is_bf16_dtype(value) -> bool:
+    try:
+        return isinstance(value, (np.dtype, type)) and np.dtype(value) == bfloat16
+    except TypeError:
+        return False
+
+
+def _bf16_as_f32(aval: ShapedArray) -> ShapedArray:
+    return aval.update(dtype=_F32) if aval.dtype == bfloat16 else aval
+
+
+def _bf16_computed_in_f32(primitive, ctx: RuleContext, params: dict) -> bool:
+    if not any(a.dtype == bfloat16 for a in list(ctx.avals_in) + list(ctx.avals_out)):
+        return False
+    if primitive in _BF16_DATA_MOVEMENT or primitive.name in _BF16_BY_NAME:
+        return False
+    if primitive.name == "scatter" and params.get("combiner") == "replace":
+        return False
+    # Control flow and calls hold sub-IRs, whose own operations are lowered one by one.
+    return not any(isinstance(v, (IR, ClosedIR)) for v in params.values())
+
+
+def widen_bf16(ctx: RuleContext, x, aval: ShapedArray):
+    """bfloat16 ``x`` as float32, exactly: its 16 bits become the high half of a float32."""
+    i16, i32 = aval.update(dtype=np.dtype(np.int16)), aval.update(dtype=np.dtype(np.int32))
+    bits = hlo("convert", ctx.type(i32), hlo("bitcast_convert", ctx.type(i16), x))
+    bits = hlo("shift_left", ctx.type(i32), bits, _splat(ctx, 16, i32, bits))
+    return hlo("bitcast_convert", ctx.type(aval.update(dtype=_F32)), bits)
+
+
+def round_to_bf16(ctx: RuleContext, x, aval: ShapedArray):
+    """float32 ``x`` rounded to the nearest bfloat16, ties to even; NaNs stay NaN (quiet)."""
+    i16, i32 = aval.update(dtype=np.dtype(np.int16)), aval.update(dtype=np.dtype(np.int32))
+    f32 = aval.update(dtype=_F32)
+    t32 = ctx.type(i32)
+    bits = hlo("bitcast_convert", t32, x)
+    high = hlo("shift_right_logical", t32, bits, _splat(ctx, 16, i32, bits))
+    odd = hlo("and", t32, high, _splat(ctx, 1, i32, bits))
+    # Adding 0x7fff plus the kept part's lowest bit carries into the high half exactly when
+    # the dropped half is above one half, or equal to it with an odd kept part.
+    rounded = hlo("add", t32, bits, hlo("add", t32, _splat(ctx, 0x7FFF, i32, bits), odd))
+    rounded = hlo("shift_right_logical", t32, rounded, _splat(ctx, 16, i32, bits))
+    quiet_nan = hlo("or", t32, high, _splat(ctx, 0x40, i32, bits))
+    is_nan = _compare(ctx, x, x, "NE", f32)
+    rounded = hlo("select", t32, is_nan, quiet_nan, rounded)
+    return hlo("bitcast_convert", ctx.type(aval.update(dtype=bfloat16)),
+               hlo("convert", ctx.type(i16), rounded))
 
 
 # -- complex128 ------------------------------------------------------------------------------------
