@@ -17,6 +17,56 @@ from .aval import ShapedArray, interned
 from .device import Device, default_device
 
 
+class SingleDeviceSharding:
+    """An array placed whole on one device (``jax.sharding.SingleDeviceSharding``).
+
+    Example::
+
+        jnp.ones(3).sharding.device_set   # {CpuDevice(id=0)}
+    """
+
+    def __init__(self, device: Device) -> None:
+        self._device = device
+
+    @property
+    def device_set(self) -> set:
+        return {self._device}
+
+    @property
+    def addressable_devices(self) -> set:
+        return {self._device}
+
+    is_fully_replicated = True
+    is_fully_addressable = True
+
+    def devices_indices_map(self, global_shape: tuple) -> dict:
+        return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    def shard_shape(self, global_shape: tuple) -> tuple:
+        return tuple(global_shape)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+
+    def __hash__(self) -> int:
+        return hash(self._device)
+
+    def __repr__(self) -> str:
+        return f"SingleDeviceSharding(device={self._device!r})"
+
+
+class Shard:
+    """One piece of an array: its device, the index it covers, and its data."""
+
+    __slots__ = ("device", "index", "data")
+
+    def __init__(self, device: Device, index: tuple, data: "Array") -> None:
+        self.device, self.index, self.data = device, index, data
+
+    def __repr__(self) -> str:
+        return f"Shard(device={self.device!r}, index={self.index}, data={self.data.shape})"
+
+
 class Array:
     """An immutable N-dimensional array on a device (JAX's ``jax.Array``).
 
@@ -75,6 +125,16 @@ class Array:
 
     def devices(self) -> set:
         return {self._device}
+
+    @property
+    def sharding(self) -> "SingleDeviceSharding":
+        """Where the array lives: all of it on one device (``Array.sharding``)."""
+        return SingleDeviceSharding(self._device)
+
+    @property
+    def addressable_shards(self) -> list:
+        """The pieces of the array on this process's devices: here one, the whole array."""
+        return [Shard(self._device, tuple(slice(None) for _ in self.aval.shape), self)]
 
     def __len__(self) -> int:
         if not self.aval.shape:

@@ -19,24 +19,25 @@ __version__ = "0.1.0"
 
 # Public name -> module that defines it. Modules in _SUBMODULES are returned themselves.
 _ATTRIBUTES = {
-    "jit": "pyree._api", "make_ir": "pyree._api", "eval_shape": "pyree._api",
+    "jit": "pyree._api", "make_ir": "pyree._api", "make_jaxpr": "pyree._api", "disable_jit": "pyree._api", "eval_shape": "pyree._api",
     "device_put": "pyree._api", "device_get": "pyree._api", "block_until_ready": "pyree._api",
     "ShapeDtypeStruct": "pyree._api", "Array": "pyree._api",
     "devices": "pyree._api", "local_devices": "pyree._api", "default_backend": "pyree._api",
     "device_count": "pyree._api", "live_arrays": "pyree._api",
     "grad": "pyree._autodiff", "value_and_grad": "pyree._autodiff", "jvp": "pyree._autodiff",
     "vjp": "pyree._autodiff", "linearize": "pyree._autodiff", "jacfwd": "pyree._autodiff",
-    "jacrev": "pyree._autodiff", "hessian": "pyree._autodiff",
+    "jacrev": "pyree._autodiff", "hessian": "pyree._autodiff", "jacobian": "pyree._autodiff",
     "vmap": "pyree._vmap",
     "export": "pyree._export", "export_functions": "pyree._export",
     "custom_jvp": "pyree._custom_derivatives", "custom_vjp": "pyree._custom_derivatives",
+    "custom_gradient": "pyree._custom_derivatives",
     "tree_map": "pyree.tree_util", "tree_flatten": "pyree.tree_util",
     "tree_unflatten": "pyree.tree_util", "tree_leaves": "pyree.tree_util",
     "tree_structure": "pyree.tree_util",
     "pure_callback": "pyree.transpiler.host_callbacks",
 }
 _SUBMODULES = {"numpy", "lax", "nn", "tree_util", "tree", "errors", "config", "dtypes", "runtime",
-               "test_util", "random", "debug",
+               "test_util", "random", "debug", "scipy", "example_libraries", "sharding",
                "transpiler"}
 
 

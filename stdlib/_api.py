@@ -100,6 +100,58 @@ def eval_shape(fun: Any, *args: Any, **kwargs: Any) -> Any:
     return jit(fun).eval_shape(*args, **kwargs)
 
 
+class disable_jit:
+    """Within ``with pyree.disable_jit():`` jitted functions run their Python op by op, as
+    ``jax.disable_jit`` (for debugging with print and pdb); ``disable_jit(False)`` turns jit
+    back on inside.
+
+    Example::
+
+        with pyree.disable_jit():
+            f(x)          # f's body runs eagerly
+    """
+
+    def __init__(self, disable: bool = True) -> None:
+        self.disable = disable
+
+    def __enter__(self) -> "disable_jit":
+        from pyree import config
+        self._saved = config.disable_jit
+        config.update("disable_jit", self.disable)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from pyree import config
+        config.update("disable_jit", self._saved)
+
+
+def make_jaxpr(fun: Any, static_argnums: Any = (), axis_env: Any = None,
+               return_shape: bool = False, abstracted_axes: Any = None) -> Any:
+    """``make_jaxpr(f)(*args)``: pyree's IR of ``f`` for these arguments, printed as JAX
+    prints a jaxpr (``jax.make_jaxpr``); with ``return_shape=True`` also the output's
+    pytree of ``ShapeDtypeStruct``. It has ``.jaxpr``, ``.eqns``, ``.consts``, ``.in_avals``
+    and ``.out_avals``. ``axis_env`` and ``abstracted_axes`` are not supported.
+
+    Example::
+
+        print(pyree.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0))
+        # { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
+    """
+    import functools
+    if axis_env is not None or abstracted_axes is not None:
+        raise NotImplementedError("make_jaxpr: axis_env and abstracted_axes are not supported")
+    jitted = jit(fun, static_argnums=static_argnums)
+
+    @functools.wraps(fun)
+    def make(*args: Any, **kwargs: Any) -> Any:
+        closed = jitted.trace(*args, **kwargs)
+        if not return_shape:
+            return closed
+        return closed, jitted.eval_shape(*args, **kwargs)
+
+    return make
+
+
 __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "default_backend", "device_count",
            "device_get", "device_put", "devices", "eval_shape", "jit", "live_arrays",
-           "local_devices", "make_ir"]
+           "local_devices", "make_ir", "make_jaxpr", "disable_jit"]

@@ -450,3 +450,6 @@ def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool
         pyree.hessian(lambda x: (x ** 3).sum())(jnp.arange(3.0))   # diag(6 * x)
     """
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+jacobian = jacrev  # jax.jacobian: reverse mode, as in JAX

@@ -148,6 +148,38 @@ class custom_vjp:
                             (self.fwd, self.bwd))
 
 
+def custom_gradient(fun: Callable) -> Callable:
+    """A function whose gradient ``fun`` gives itself: ``fun(*args)`` returns
+    ``(value, vjp)`` where ``vjp(cotangent)`` returns the cotangents of the positional
+    arguments, a tuple (or one value for one argument), as in ``jax.custom_gradient``.
+
+    Example::
+
+        @pyree.custom_gradient
+        def log1pexp(x):
+            e = jnp.exp(x)
+            return jnp.log1p(e), lambda g: (g * (1 - 1 / (1 + e)),)
+
+        pyree.grad(log1pexp)(100.0)   # 1.0, where the plain formula gives nan
+    """
+    def primal(*args: Any) -> Any:
+        return fun(*args)[0]
+
+    def fwd(*args: Any) -> Any:
+        return fun(*args)[0], args
+
+    def bwd(args: tuple, cotangent: Any) -> tuple:
+        # The vjp closure cannot be a residual (residuals are arrays): the forward function
+        # runs again to make it, so the values it closes over are recomputed.
+        cotangents = fun(*args)[1](cotangent)
+        return tuple(cotangents) if isinstance(cotangents, (tuple, list)) else (cotangents,)
+
+    wrapped = custom_vjp(primal)
+    wrapped.defvjp(fwd, bwd)
+    functools.update_wrapper(wrapped, fun)
+    return wrapped
+
+
 def stop_gradient(x: Any) -> Any:
     """``x``, with a zero derivative (over a pytree).
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 __all__ = [
     "ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
-    "conv_transpose", "conv_with_general_padding", "cumlogsumexp", "cummax", "cummin",
-    "cumprod", "cumsum", "padtype_to_pads", "reduce_window",
+    "conv_general_shape_tuple", "conv_transpose", "conv_with_general_padding", "cumlogsumexp",
+    "cummax", "cummin", "cumprod", "cumsum", "padtype_to_pads", "reduce_window",
+    "reduce_window_shape_tuple",
 ]
 
 import itertools
@@ -198,6 +199,62 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int],
                    feature_group_count=int(feature_group_count),
                    batch_group_count=int(batch_group_count), precision=None,
                    preferred_element_type=pref)
+
+
+def _windowed_sizes(in_sizes: Sequence[int], window: Sequence[int], strides: Sequence[int],
+                    pads: Sequence[tuple[int, int]]) -> tuple:
+    """How many windows of (dilated) size ``window`` fit along each padded input axis."""
+    sizes = []
+    for n, k, s, (lo, hi) in zip(in_sizes, window, strides, pads):
+        sizes.append(max(0, (int(n) + int(lo) + int(hi) - int(k)) // int(s) + 1))
+    return tuple(sizes)
+
+
+def conv_general_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
+                             window_strides: Sequence[int], padding: PaddingLike,
+                             dimension_numbers: Any) -> tuple:
+    """The output shape of ``conv_general_dilated`` (no dilation) for these input shapes,
+    in the output layout of ``dimension_numbers``.
+
+    Example::
+
+        lax.conv_general_shape_tuple((1, 5, 5, 3), (3, 3, 3, 8), (1, 1), "SAME",
+                                     ("NHWC", "HWIO", "NHWC"))   # (1, 5, 5, 8)
+    """
+    numbers = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    nsp = len(lhs_shape) - 2
+    strides = _ints(window_strides, nsp, "window_strides")
+    in_sizes = [lhs_shape[a] for a in numbers.lhs_spec[2:]]
+    kernel = [rhs_shape[a] for a in numbers.rhs_spec[2:]]
+    pads = padtype_to_pads(in_sizes, kernel, strides, padding) if isinstance(padding, str) \
+        else _pairs(padding, nsp)
+    canonical = (int(lhs_shape[numbers.lhs_spec[0]]), int(rhs_shape[numbers.rhs_spec[0]])) + \
+        _windowed_sizes(in_sizes, kernel, strides, pads)
+    out = [0] * len(lhs_shape)
+    for axis, size in zip(numbers.out_spec, canonical):
+        out[axis] = size
+    return tuple(out)
+
+
+def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: Sequence[int],
+                              window_strides: Sequence[int], padding: Sequence[tuple[int, int]],
+                              base_dilation: Optional[Sequence[int]] = None,
+                              window_dilation: Optional[Sequence[int]] = None) -> tuple:
+    """The output shape of ``reduce_window`` for an operand of ``operand_shape`` and explicit
+    (low, high) ``padding`` pairs.
+
+    Example::
+
+        lax.reduce_window_shape_tuple((1, 4, 4, 1), (1, 2, 2, 1), (1, 2, 2, 1),
+                                      ((0, 0),) * 4)   # (1, 2, 2, 1)
+    """
+    n = len(operand_shape)
+    base = _ints(base_dilation, n, "base_dilation")
+    win_dil = _ints(window_dilation, n, "window_dilation")
+    in_sizes = [_w.dilate_dim(d, b) for d, b in zip(operand_shape, base)]
+    window = [_w.dilate_dim(k, d) for k, d in zip(window_dimensions, win_dil)]
+    return _windowed_sizes(in_sizes, window, _ints(window_strides, n, "window_strides"),
+                           _pairs(padding, n))
 
 
 def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: PaddingLike,

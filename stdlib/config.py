@@ -26,6 +26,27 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     # How many CPU devices ``pyree.devices("cpu")`` has (each its own IREE device; like JAX's
     # jax_num_cpu_devices, for programs and tests that place arrays on several devices).
     "num_cpu_devices": (1, "PYREE_NUM_CPU_DEVICES", int),
+    # Calls of jitted functions run their Python op by op, eagerly (jax_disable_jit).
+    "disable_jit": (False, "PYREE_DISABLE_JIT", None),
+}
+
+# JAX's own names: "jax_enable_x64" is "enable_x64" (as an argument of update and as an
+# attribute); "jax_platform_name" / "jax_platforms" choose the platform.
+_JAX_ALIASES = {"jax_platform_name": "platform", "jax_platforms": "platform"}
+
+# JAX options that change logging, tracebacks or compile-time policy, never results: accepted
+# and kept, so that programs which set them run; reading one gives what was set.
+_JAX_ONLY = {
+    "jax_log_compiles": False, "jax_traceback_filtering": "auto",
+    "jax_numpy_rank_promotion": "allow", "jax_numpy_dtype_promotion": "standard",
+    "jax_default_prng_impl": "threefry2x32", "jax_threefry_partitionable": True,
+    "jax_compilation_cache_dir": None, "jax_persistent_cache_min_compile_time_secs": 1.0,
+    "jax_persistent_cache_min_entry_size_bytes": 0, "jax_check_tracer_leaks": False,
+    "jax_explain_cache_misses": False, "jax_default_device": None,
+    "jax_transfer_guard": "allow", "jax_spmd_mode": "allow_all", "jax_dynamic_shapes": False,
+    "jax_debug_key_reuse": False, "jax_pmap_shmap_merge": False,
+    # Read by the GPU work (matrix precision); on the CPU every contraction is full float32.
+    "jax_default_matmul_precision": None,
 }
 
 
@@ -48,13 +69,27 @@ _lock = threading.Lock()
 _listeners: list[Callable[[str, Any], None]] = []
 
 
+def _canonical_name(name: str) -> str:
+    if name in _JAX_ALIASES:
+        return _JAX_ALIASES[name]
+    if name.startswith("jax_") and name[4:] in _OPTIONS:
+        return name[4:]
+    return name
+
+
 def update(name: str, value: Any) -> None:
-    """Set one option.
+    """Set one option (pyree's name or JAX's ``jax_``-prefixed one).
 
     Example::
 
         pyree.config.update("debug_nans", True)
+        pyree.config.update("jax_enable_x64", True)
     """
+    name = _canonical_name(name)
+    if name in _JAX_ONLY:
+        with _lock:
+            _values[name] = value
+        return
     if name not in _OPTIONS:
         known = ", ".join(sorted(_OPTIONS))
         raise AttributeError(f"pyree.config has no option {name!r} (options: {known})")
@@ -69,8 +104,23 @@ def on_update(listener: Callable[[str, Any], None]) -> None:
     _listeners.append(listener)
 
 
+def config_with_absl() -> None:
+    """Accepted for programs written for JAX's absl flags; pyree reads no command-line flags
+    (options come from ``update`` and PYREE_* environment variables)."""
+
+
+def parse_flags_with_absl() -> None:
+    """Accepted, as ``config_with_absl``: pyree reads no command-line flags."""
+
+
 def __getattr__(name: str) -> Any:
+    if name == "config":  # `from jax.config import config` (older JAX programs)
+        import sys
+        return sys.modules[__name__]
+    canonical = _canonical_name(name)
+    if canonical in _JAX_ONLY:
+        return _values.get(canonical, _JAX_ONLY[canonical])
     try:
-        return _values[name]
+        return _values[canonical]
     except KeyError:
         raise AttributeError(f"pyree.config has no option {name!r}") from None

@@ -9,6 +9,8 @@ array operand. Shapes must match exactly, except that rank-0 operands broadcast:
 """
 from __future__ import annotations
 
+import builtins
+import enum
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -20,6 +22,45 @@ from pyree.transpiler.trace import Tracer as _Tracer
 from pyree.transpiler.trace import get_aval
 
 _PY_SCALARS = (bool, int, float, complex)
+builtins_slice = builtins.slice  # this module defines its own `slice`
+
+
+class Precision(enum.Enum):
+    """How precisely a contraction's float32 operands are multiplied (``jax.lax.Precision``):
+    DEFAULT (the device's fastest), HIGH, HIGHEST (full float32). Strings such as 'highest',
+    'float32', 'tensorfloat32', 'bfloat16' name them as in JAX.
+
+    Example: ``jnp.dot(a, b, precision=lax.Precision.HIGHEST)``
+    """
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def from_any(cls, value: Any) -> "Precision":
+        """``value`` (None, a member, or one of JAX's names) as a Precision."""
+        if value is None:
+            return cls.DEFAULT
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            named = {"default": cls.DEFAULT, "fastest": cls.DEFAULT, "bfloat16": cls.DEFAULT,
+                     "high": cls.HIGH, "tensorfloat32": cls.HIGH, "bfloat16_3x": cls.HIGH,
+                     "highest": cls.HIGHEST, "float32": cls.HIGHEST}.get(value.lower())
+            if named is not None:
+                return named
+        raise ValueError(f"unknown precision {value!r}: use None, a lax.Precision or one of "
+                         "'default', 'high', 'highest', 'bfloat16', 'tensorfloat32', 'float32'")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _check_precision(precision: Any) -> None:
+    """JAX takes one Precision or a (lhs, rhs) pair of them."""
+    for p in (precision if isinstance(precision, (tuple, list)) else (precision,)):
+        Precision.from_any(p)
 
 
 def _scalar_as(x: Any, like: Any) -> Any:
@@ -194,6 +235,73 @@ def dynamic_update_slice(x: Any, update: Any, start_indices: Sequence[Any]) -> A
     return P.dynamic_update_slice_p.bind(x, update, *_indices(start_indices))
 
 
+def _axis_of(x: Any, axis: int) -> tuple:
+    shape = get_aval(x).shape
+    if not -len(shape) <= int(axis) < builtins.max(len(shape), 1):  # lax.max is this module's
+        raise ValueError(f"axis {axis} is out of range for an array of shape {shape}")
+    return shape, int(axis) % len(shape)
+
+
+def slice_in_dim(x: Any, start_index: Optional[int], limit_index: Optional[int],
+                 stride: int = 1, axis: int = 0) -> Any:
+    """Static slice along one ``axis`` (None bounds mean the ends; negative ones count from
+    the end). Example: ``lax.slice_in_dim(x, 1, 3, axis=1)``"""
+    shape, axis = _axis_of(x, axis)
+    start, limit, _ = builtins_slice(start_index, limit_index).indices(shape[axis])
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start, builtins.max(start, limit), int(stride)
+    return slice(x, starts, limits, strides)
+
+
+def index_in_dim(x: Any, index: int, axis: int = 0, keepdims: bool = True) -> Any:
+    """The ``index``-th entry along ``axis`` (static), kept as a size-1 axis unless
+    ``keepdims`` is False. Example: ``lax.index_in_dim(x, 2, axis=0, keepdims=False)``"""
+    shape, axis = _axis_of(x, axis)
+    index = int(index)
+    if not -shape[axis] <= index < shape[axis]:
+        raise IndexError(f"index {index} is out of bounds for axis {axis} of size {shape[axis]}")
+    index %= shape[axis]
+    out = slice_in_dim(x, index, index + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def dynamic_slice_in_dim(x: Any, start_index: Any, slice_size: int, axis: int = 0) -> Any:
+    """``dynamic_slice`` along one ``axis``: ``slice_size`` entries from a run-time start
+    (clamped so they fit). Example: ``lax.dynamic_slice_in_dim(x, i, 2, axis=0)``"""
+    shape, axis = _axis_of(x, axis)
+    starts = [0] * len(shape)
+    starts[axis] = start_index
+    sizes = list(shape)
+    sizes[axis] = int(slice_size)
+    return dynamic_slice(x, starts, sizes)
+
+
+def dynamic_index_in_dim(x: Any, index: Any, axis: int = 0, keepdims: bool = True) -> Any:
+    """The entry at a run-time ``index`` along ``axis`` (clamped).
+    Example: ``lax.dynamic_index_in_dim(x, i, keepdims=False)``"""
+    _, axis = _axis_of(x, axis)
+    out = dynamic_slice_in_dim(x, index, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def dynamic_update_slice_in_dim(x: Any, update: Any, start_index: Any, axis: int) -> Any:
+    """``x`` with ``update`` written from a run-time ``start_index`` along ``axis``.
+    Example: ``lax.dynamic_update_slice_in_dim(x, u, i, axis=0)``"""
+    shape, axis = _axis_of(x, axis)
+    starts = [0] * len(shape)
+    starts[axis] = start_index
+    return dynamic_update_slice(x, update, starts)
+
+
+def dynamic_update_index_in_dim(x: Any, update: Any, index: Any, axis: int) -> Any:
+    """``x`` with the entry at a run-time ``index`` along ``axis`` replaced by ``update``
+    (which may lack that axis). Example: ``lax.dynamic_update_index_in_dim(x, row, i, 0)``"""
+    shape, axis = _axis_of(x, axis)
+    if get_aval(update).ndim == len(shape) - 1:
+        update = expand_dims(update, (axis,))
+    return dynamic_update_slice_in_dim(x, update, index, axis)
+
+
 def _indices(indices: Sequence[Any]) -> list:
     from pyree.numpy._util import typed_scalar
     out = []
@@ -262,6 +370,7 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = Non
     """Contract ``lhs`` and ``rhs``: ``dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch))``; result dims are batch, lhs free, rhs free.
     Example: ``lax.dot_general(a, b, (((1,), (0,)), ((), ())))``"""
+    _check_precision(precision)
     (lc, rc), (lb, rb) = dimension_numbers
     dims = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
             (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
@@ -276,8 +385,20 @@ def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any =
     if not 1 <= l_aval.ndim <= 2 or not 1 <= r_aval.ndim <= 2:
         raise TypeError(f"lax.dot takes rank-1 or rank-2 arrays, got shapes {l_aval.shape} and "
                         f"{r_aval.shape}")
-    return dot_general(lhs, rhs, (((l_aval.ndim - 1,), (0,)), ((), ())),
+    return dot_general(lhs, rhs, (((l_aval.ndim - 1,), (0,)), ((), ())), precision,
                        preferred_element_type=preferred_element_type)
+
+
+def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:
+    """Matrix products over matching leading batch axes: ``(..., m, k) @ (..., k, n)``.
+    Example: ``lax.batch_matmul(a, b)`` with shapes (8, 2, 3) and (8, 3, 4) -> (8, 2, 4)"""
+    l_aval, r_aval = get_aval(lhs), get_aval(rhs)
+    if l_aval.ndim < 2 or l_aval.ndim != r_aval.ndim:
+        raise ValueError(f"batch_matmul needs arrays of equal rank >= 2, got shapes "
+                         f"{l_aval.shape} and {r_aval.shape}")
+    batch = tuple(range(l_aval.ndim - 2))
+    return dot_general(lhs, rhs, (((l_aval.ndim - 1,), (r_aval.ndim - 2,)), (batch, batch)),
+                       precision)
 
 
 def squeeze(x: Any, dimensions: Sequence[int]) -> Any:

@@ -94,6 +94,11 @@ class IR:
     def out_avals(self) -> list[ShapedArray]:
         return [a.aval for a in self.outs]
 
+    # JAX's names for the same fields (code written for a Jaxpr reads an IR too).
+    invars = property(lambda self: self.in_vars)
+    constvars = property(lambda self: self.const_vars)
+    outvars = property(lambda self: self.outs)
+
     def __str__(self) -> str:
         return pretty_print(self)
 
@@ -124,6 +129,16 @@ class ClosedIR:
     @property
     def eqns(self) -> list[Eqn]:
         return self.ir.eqns
+
+    @property
+    def jaxpr(self) -> IR:
+        """The IR itself (``ClosedJaxpr.jaxpr``)."""
+        return self.ir
+
+    @property
+    def literals(self) -> list:
+        """The constants' values (``ClosedJaxpr.literals``)."""
+        return self.consts
 
     def __str__(self) -> str:
         return pretty_print(self.ir)

@@ -274,6 +274,8 @@ class JitFunction:
         if _state.builders:
             # Inside another trace: inline this function's body into it.
             return converted(self._fun)(*args, **kwargs)
+        if _jit_disabled:
+            return self._fun(*args, **kwargs)  # op by op, as written (config disable_jit)
         if not kwargs and self._simple:
             # Calls whose arguments are all Arrays, on the device of the last such call with
             # these avals: straight to the executable. Keyed by the avals' ids (see _fast_key).
@@ -532,6 +534,27 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: Any = None,
                                  static_argnames=static_argnames, device=device,
                                  donate_argnums=donate_argnums)
     return JitFunction(fun, static_argnums, static_argnames, device, donate_argnums)
+
+
+_jit_disabled = False  # config.disable_jit, refreshed by config.update (read on every call)
+
+
+def _refresh_disable_jit(name: Optional[str] = None, value: Any = None) -> None:
+    global _jit_disabled
+    if name in (None, "disable_jit"):
+        from pyree import config
+        _jit_disabled = bool(config.disable_jit)
+
+
+_refresh_disable_jit()
+
+
+def _watch_config() -> None:
+    from pyree import config
+    config.on_update(_refresh_disable_jit)
+
+
+_watch_config()
 
 
 def make_ir(fun: Callable, static_argnums: Any = None, static_argnames: Any = None) -> Callable:

@@ -67,6 +67,7 @@ def _scalar_type(name: str, dtype) -> type:
 
 
 bool_ = _scalar_type("bool_", _np.bool_)
+bool = bool_  # noqa: A001 (jnp.bool, as in JAX and NumPy 2)
 int8 = _scalar_type("int8", _np.int8)
 int16 = _scalar_type("int16", _np.int16)
 int32 = _scalar_type("int32", _np.int32)
@@ -111,6 +112,28 @@ def shape(a) -> tuple:
     """The shape of an array or scalar. Example: ``jnp.shape(jnp.ones((2, 3)))`` -> (2, 3)"""
     from pyree.transpiler.trace import get_aval
     return get_aval(a).shape if not isinstance(a, (list, tuple)) else _np.shape(a)
+
+
+def isscalar(element) -> bool:
+    """Whether ``element`` is a scalar as JAX counts them: a Python or NumPy scalar, or a
+    pyree array of rank 0. Example: ``jnp.isscalar(jnp.float32(1))`` -> True"""
+    if isinstance(element, (_Array, _Tracer)):
+        return len(shape(element)) == 0
+    return _np.isscalar(element)
+
+
+def iscomplexobj(x) -> bool:
+    """Whether ``x`` has a complex dtype (whatever its values).
+    Example: ``jnp.iscomplexobj(jnp.ones(2, jnp.complex64))`` -> True"""
+    if isinstance(x, (_Array, _Tracer)):
+        from pyree.transpiler.trace import get_aval
+        return get_aval(x).dtype.kind == "c"
+    return _np.iscomplexobj(x)
+
+
+def isrealobj(x) -> bool:
+    """Whether ``x`` does not have a complex dtype. Example: ``jnp.isrealobj(jnp.ones(2))``"""
+    return not iscomplexobj(x)
 
 
 def ndim(a) -> int:
