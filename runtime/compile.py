@@ -258,9 +258,29 @@ def _compile_now(mlir_text: str, flags: Sequence[str]) -> bytes:
     return payload
 
 
+_compile_options_lock = threading.Lock()
+
+# Process-wide compiler options (LLVM command-line options a session's flags cannot set).
+# IREE 3.13's CPU backend refuses dispatches holding vectors it judges too large ("One or more
+# operations with large vector sizes (16384 bytes) were found"), as in the momentum step of
+# a 784-1024-1024-10 MLP (batch 128) or the stax MNIST and VAE examples; the check only
+# fails compiles, it changes no code: with it off LLVM compiles those vectors, and the
+# results are right (tests/test_iree_workarounds.py).
+_GLOBAL_COMPILER_OPTIONS = ("--iree-llvmcpu-fail-on-large-vector=false",)
+
+
+@functools.lru_cache(maxsize=None)
+def _set_global_compiler_options() -> None:
+    from iree.compiler.api import ctypes_dl
+    ctypes_dl._initializeGlobalCL("pyree", *_GLOBAL_COMPILER_OPTIONS)
+
+
 def _run_compiler(mlir_text: str, flags: Sequence[str]) -> tuple[Optional[bytes], list[str]]:
     """The ``.vmfb`` (None if IREE failed) and IREE's diagnostics, formatted."""
     from iree.compiler import api
+
+    with _compile_options_lock:
+        _set_global_compiler_options()
 
     diagnostics: list[str] = []
     session = api.Session()

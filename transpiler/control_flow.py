@@ -223,14 +223,23 @@ lowering_rules[while_p] = _while_lowering
 
 
 def _read_every_carry(cond_args: Sequence, body_args: Sequence, outs: Sequence) -> list:
-    """Work around an IREE 3.13 bug: a loop carry that neither region reads (the body only
-    overwrites it, as ``v = x[i]`` does) can crash the compile, run it out of memory, or leave
-    a null result buffer. ``select(true, new, old)``, with the `true` hidden from the compiler
-    behind an optimization barrier, makes the old value read."""
+    """Work around two IREE 3.13 bugs about loop carries.
+
+    * A carry that neither region reads (the body only overwrites it, as ``v = x[i]`` does)
+      can crash the compile, run it out of memory, or leave a null result buffer.
+    * A carry whose new value is another carry unchanged (``a, b = b, f(b)``, as a secant or
+      Newton iteration keeping its previous iterate) fails to compile ("failed to legalize
+      unresolved source materialization").
+
+    ``select(true, new, old)``, with the `true` hidden from the compiler behind an
+    optimization barrier, makes the old value read and the new one computed."""
     outs = list(outs)
     hidden_true = None
+    others = set(body_args)
     for k, (c_arg, b_arg) in enumerate(zip(cond_args, body_args)):
-        if outs[k] is not b_arg and _unused(c_arg) and _unused(b_arg):
+        unread = _unused(c_arg) and _unused(b_arg)
+        moved = outs[k] is not b_arg and outs[k] in others
+        if outs[k] is not b_arg and (unread or moved):
             if hidden_true is None:
                 true = scalar_like(True, np.bool_)
                 hidden_true = op("stablehlo.optimization_barrier", [true.type], [true]).result

@@ -139,6 +139,9 @@ def operands_device(args: Sequence[Any]) -> Optional[Device]:
     return None if device is default_device() else device
 
 
+CONCAT_GROUP = 8  # operands one eager concatenation kernel joins at most
+
+
 def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     """Run ``primitive`` on concrete operands now; returns its outputs as Arrays."""
     outs = apply_unchecked(primitive, args, params)
@@ -172,6 +175,13 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
 
     if primitive in P.ELEMENTWISE:
         return _apply_elementwise(primitive, arrays, avals_in, avals_out, params)
+    if primitive is P.concatenate_p and len(arrays) > CONCAT_GROUP:
+        # One kernel binds every operand, and IREE's runtime refuses dispatches of more than
+        # 32 buffers (see lower._concatenate_rule): join the operands a group at a time.
+        groups = [arrays[i:i + CONCAT_GROUP] for i in range(0, len(arrays), CONCAT_GROUP)]
+        joined = [g[0] if len(g) == 1 else apply_unchecked(primitive, g, params)[0]
+                  for g in groups]
+        return apply_unchecked(primitive, joined, params)
     if primitive is P.dot_general_p and params["dimension_numbers"] != _BATCHED_MATMUL:
         return [_dot_general(arrays, avals_out[0], params)]
 

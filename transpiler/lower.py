@@ -1241,8 +1241,38 @@ VIEW_PRIMITIVES = frozenset({P.reshape_p, P.slice_p, P.dynamic_slice_p, P.conver
 lowering_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_rule
 
 
+# IREE 3.13 copies a concatenation's operands in one dispatch, which binds every operand: past
+# 31 of them its CPU runtime refuses the dispatch ("binding count 46 > 32"), and larger counts
+# exceed the dispatch's 64 push constants at compile time (jnp.vstack of 45 rows, eagerly
+# and under jit). Operands are joined in groups, each group's result behind a barrier so
+# IREE cannot fuse the groups back into one dispatch.
+_CONCAT_GROUP = 8
+
+
 def _concatenate_rule(ctx: RuleContext, *xs, dimension):
-    return op("stablehlo.concatenate", [ctx.out_type()], xs, {"dimension": i64_attr(dimension)}).result
+    avals = list(ctx.avals_in)
+    # Eager mode joins groups in separate calls (eager.apply_unchecked); a barrier on unknown
+    # shapes fails to compile.
+    while len(xs) > _CONCAT_GROUP and not ctx.dynamic:
+        joined, joined_avals = [], []
+        for start in range(0, len(xs), _CONCAT_GROUP):
+            group, group_avals = xs[start:start + _CONCAT_GROUP], avals[start:start + _CONCAT_GROUP]
+            if len(group) == 1:
+                joined += group
+                joined_avals += group_avals
+                continue
+            shape = list(group_avals[0].shape)
+            shape[dimension] = sum(a.shape[dimension] for a in group_avals)
+            aval = group_avals[0].update(shape=tuple(shape))
+            value = _concatenate(ctx.type(aval), group, dimension)
+            joined.append(op("stablehlo.optimization_barrier", [value.type], [value]).result)
+            joined_avals.append(aval)
+        xs, avals = joined, joined_avals
+    return _concatenate(ctx.out_type(), xs, dimension)
+
+
+def _concatenate(result_type, xs: Sequence, dimension: int):
+    return op("stablehlo.concatenate", [result_type], xs, {"dimension": i64_attr(dimension)}).result
 
 
 lowering_rules[P.concatenate_p] = _concatenate_rule

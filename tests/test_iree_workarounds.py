@@ -1,0 +1,75 @@
+"""Programs that real JAX code contains and IREE 3.13 failed on, each reduced to a minimal
+reproducer; pyree lowers or compiles them differently (see the comments where each
+workaround lives), and the values are checked."""
+import numpy as np
+
+import pyree
+import pyree.numpy as jnp
+from pyree import lax, nn
+
+
+def test_concatenating_many_arrays():
+    # One concatenation dispatch bound all 45 operands: more than IREE's runtime allows
+    # (32 buffers), and past that more push constants than a dispatch has (lower.py,
+    # eager.py: groups of 8).
+    rows = [np.full((2, 3), i, np.float32) for i in range(45)]
+    np.testing.assert_array_equal(jnp.vstack([jnp.asarray(r) for r in rows]), np.vstack(rows))
+    total = pyree.jit(lambda *a: jnp.vstack(a).sum(0) * 2)(*rows)
+    np.testing.assert_array_equal(total, np.vstack(rows).sum(0) * 2)
+    stacked = pyree.jit(lambda *a: jnp.stack(a, axis=1))(*rows[:20])
+    np.testing.assert_array_equal(stacked, np.stack(rows[:20], axis=1))
+
+
+def test_loop_carry_that_takes_another_carrys_value():
+    # `a, b = b, f(b)`: IREE failed to compile ("failed to legalize unresolved source
+    # materialization"), eagerly and under jit (control_flow._read_every_carry).
+    def newton_sqrt2(a, b):
+        return lax.while_loop(lambda c: jnp.abs(c[0] - c[1]) > 1e-6,
+                              lambda c: (c[1], (c[1] + 2.0 / c[1]) / 2), (a, b))
+
+    for run in (newton_sqrt2, pyree.jit(newton_sqrt2)):
+        previous, last = run(0.0, 1.0)
+        np.testing.assert_allclose(float(last), np.sqrt(2), rtol=1e-6)
+        assert abs(float(previous) - float(last)) <= 1e-6
+    fib = pyree.jit(lambda a: lax.fori_loop(0, 10, lambda i, c: (c[1], c[0] + c[1]), (a, 1.0)))
+    assert [float(v) for v in fib(0.0)] == [55.0, 89.0]
+    carry, ys = lax.scan(lambda c, x: ((c[1], c[0] + x), c[0]), (0.0, 1.0), jnp.arange(5.0))
+    assert [float(v) for v in carry] == [5.0, 6.0]
+    np.testing.assert_array_equal(ys, [0, 1, 0, 2, 2])
+
+
+def test_dense_momentum_step_with_large_vectors():
+    # The momentum step of a 784-1024-1024-10 MLP (batch 128), as stax MNIST trains it, failed
+    # with "operations with large vector sizes (16384 bytes)" (runtime/compile.py).
+    rng = np.random.default_rng(0)
+    sizes = [784, 1024, 1024, 10]
+    params = [(rng.normal(size=(a, b)).astype(np.float32) * 0.05, np.zeros(b, np.float32))
+              for a, b in zip(sizes[:-1], sizes[1:])]
+    x = rng.normal(size=(128, 784)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
+
+    def loss(params, x, y):
+        for w, b in params[:-1]:
+            x = jnp.maximum(x @ w + b, 0)
+        w, b = params[-1]
+        return -jnp.mean(jnp.sum(nn.log_softmax(x @ w + b) * y, axis=1))
+
+    @pyree.jit
+    def step(params, velocity, x, y):
+        g = pyree.grad(loss)(params, x, y)
+        velocity = pyree.tree_map(lambda v, d: 0.9 * v + d, velocity, g)
+        return pyree.tree_map(lambda p, v: p - 0.01 * v, params, velocity), velocity
+
+    velocity = pyree.tree_map(np.zeros_like, params)
+    new_params, velocity = step(params, velocity, x, y)
+    # The last layer's bias gradient in closed form: mean over the batch of softmax - y.
+    h = x
+    for w, b in params[:-1]:
+        h = np.maximum(h @ w + b, 0)
+    logits = h @ params[-1][0] + params[-1][1]
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(velocity[-1][1]), (p - y).mean(0), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(new_params[-1][1]), -0.01 * (p - y).mean(0),
+                               atol=1e-6)
+    assert float(loss(new_params, x, y)) < float(loss(params, x, y))
