@@ -50,8 +50,14 @@ class Executable:
     """
 
     def __init__(self, vmfb: bytes, function: str, device: Device,
-                 out_avals: Sequence[ShapedArray], work: int = 0, module=None) -> None:
+                 out_avals: Sequence[ShapedArray], work: int = 0, module=None,
+                 ready_inputs: bool = False) -> None:
         self.vmfb = vmfb
+        # Inputs are waited for on the host before a call. IREE 3.13 records
+        # a module of unknown shapes into a command buffer with its buffers resolved at invoke,
+        # and an input that a queued call still has to allocate is refused ("transient buffer
+        # has not been committed": an eager matmul on a jitted training step's results).
+        self.ready_inputs = ready_inputs
         self.function = function
         self.device = device
         self.out_avals = tuple(interned(a) for a in out_avals)
@@ -86,7 +92,7 @@ class Executable:
                     if fn is None:
                         raise RuntimeError(f"compiled module has no function {self.function!r}")
                     call = _callers(context, fn, hal, driver == "local-sync", self.device,
-                                    self.out_avals)
+                                    self.out_avals, self.ready_inputs)
                     self._bound[driver] = call
         return call
 
@@ -120,7 +126,8 @@ class Executable:
 
 
 def _callers(context, fn, hal, inline: bool, device: Device,
-             default_avals: Sequence[ShapedArray]) -> tuple[Callable, Callable]:
+             default_avals: Sequence[ShapedArray],
+             ready_inputs: bool = False) -> tuple[Callable, Callable]:
     """Two functions queueing one call of ``fn`` in ``context`` (see ``Executable.__call__``),
     with what is fixed per driver bound here: ``call(args, ints=(), out_avals=None,
     wait=False)``, and ``call(args)`` for the defaults, which on the inline driver skips every
@@ -183,6 +190,9 @@ def _callers(context, fn, hal, inline: bool, device: Device,
         wait_for = push_arrays(inputs, args)
         for i in ints:
             inputs.push_int(i)
+        if ready_inputs and wait_for is not no_fence:
+            wait_for.wait()
+            wait_for = no_fence
         inputs.push_ref(wait_for)
         if inline:
             # local-sync has finished by the time invoke returns: nothing to signal (an

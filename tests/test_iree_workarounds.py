@@ -73,3 +73,41 @@ def test_dense_momentum_step_with_large_vectors():
     np.testing.assert_allclose(np.asarray(new_params[-1][1]), -0.01 * (p - y).mean(0),
                                atol=1e-6)
     assert float(loss(new_params, x, y)) < float(loss(params, x, y))
+
+
+def test_eager_matmul_on_a_queued_jitted_result():
+    # An eager (shape-polymorphic) matmul on the parameters of jitted training steps still
+    # queued on the worker pool failed in the second epoch: "transient buffer has not been
+    # committed" (runtime/executable.py). The loop of JAX's MNIST-from-scratch example.
+    rng = np.random.default_rng(1)
+    sizes = [784, 512, 512, 10]
+    params = [(rng.normal(size=(a, b)).astype(np.float32) * 0.01,
+               rng.normal(size=b).astype(np.float32) * 0.01)
+              for a, b in zip(sizes[:-1], sizes[1:])]
+    x = rng.normal(size=(1000, 784)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 1000)]
+
+    def predict(params, act):
+        for w, b in params[:-1]:
+            act = jnp.tanh(jnp.dot(act, w) + b)
+        w, b = params[-1]
+        return nn.log_softmax(jnp.dot(act, w) + b)
+
+    def loss(params, x, y):
+        return -jnp.mean(jnp.sum(predict(params, x) * y, axis=1))
+
+    @pyree.jit
+    def update(params, x, y):
+        grads = pyree.grad(loss)(params, x, y)
+        return [(w - 0.01 * dw, b - 0.01 * db) for (w, b), (dw, db) in zip(params, grads)]
+
+    for epoch in range(2):
+        for i in range(0, 1000, 128):
+            params = update(params, x[i:i + 128], y[i:i + 128])
+        logits = predict(params, x)  # eagerly, queued behind the steps
+        h = x
+        for w, b in params[:-1]:
+            h = np.tanh(h @ np.asarray(w) + np.asarray(b))
+        want = h @ np.asarray(params[-1][0]) + np.asarray(params[-1][1])
+        want -= np.log(np.exp(want).sum(1, keepdims=True))
+        np.testing.assert_allclose(np.asarray(logits), want, rtol=1e-4, atol=1e-5)

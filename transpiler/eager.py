@@ -65,7 +65,8 @@ def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[Shap
         # compile_mlir makes concurrent requests for one module compile it once.
         vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
                                      cache_text=module.text_without_locations)
-        kernel = _kernels.setdefault(key, Executable(vmfb, module.function, device, avals_out))
+        kernel = _kernels.setdefault(key, Executable(vmfb, module.function, device, avals_out,
+                                                     ready_inputs=True))
     return kernel
 
 
