@@ -111,3 +111,19 @@ def test_eager_matmul_on_a_queued_jitted_result():
         want = h @ np.asarray(params[-1][0]) + np.asarray(params[-1][1])
         want -= np.log(np.exp(want).sum(1, keepdims=True))
         np.testing.assert_allclose(np.asarray(logits), want, rtol=1e-4, atol=1e-5)
+
+
+def test_gradient_of_a_cholesky_log_determinant():
+    # IREE's compiler segfaulted on jit(grad) of a Gaussian process's marginal likelihood: a
+    # transpose of a data-tiled matmul's result, fused into its dispatch (lower.py).
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-2, 2, 25)
+    kernel = np.exp(-(x[:, None] - x[None, :]) ** 2)
+
+    def log_det_half(a):
+        chol = jnp.linalg.cholesky(jnp.asarray(kernel, jnp.float32) * a + 0.1 * jnp.eye(25))
+        return jnp.sum(jnp.log(jnp.diag(chol)))
+
+    # d/da of log det(a K + 0.1 I) / 2 = tr((a K + 0.1 I)^-1 K) / 2
+    want = 0.5 * np.trace(np.linalg.solve(kernel + 0.1 * np.eye(25), kernel))
+    np.testing.assert_allclose(float(pyree.jit(pyree.grad(log_det_half))(1.0)), want, rtol=1e-3)

@@ -1128,7 +1128,32 @@ def _reshape_rule(ctx: RuleContext, x, *, new_sizes):
 
 
 def _transpose_rule(ctx: RuleContext, x, *, permutation):
+    if _from_data_tiled_product(x):
+        # IREE 3.13 fuses a transpose of a data-tiled matmul's result into the matmul's
+        # dispatch and then segfaults materializing the encodings (the gradient of a Cholesky
+        # log-determinant, as in Gaussian process regression): a barrier keeps them apart.
+        x = op("stablehlo.optimization_barrier", [x.type], [x]).result
     return hlo("transpose", ctx.out_type(), x, permutation=i64_array(permutation))
+
+
+def _from_data_tiled_product(value, depth: int = 2) -> bool:
+    """Whether ``value`` is a data-tiled dot_general's result, directly or through
+    elementwise ops (what IREE fuses into the product's dispatch)."""
+    from pyree.runtime.compile import DATA_TILING_MARK
+    owner = getattr(value, "owner", None)
+    operation = getattr(owner, "operation", None)
+    if operation is None:
+        return False
+    if operation.name == "stablehlo.dot_general":
+        return DATA_TILING_MARK in operation.attributes
+    if depth == 0 or operation.name not in _FUSIBLE_ELEMENTWISE:
+        return False
+    return any(_from_data_tiled_product(v, depth - 1) for v in operation.operands)
+
+
+_FUSIBLE_ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
+    "add", "subtract", "multiply", "divide", "select", "maximum", "minimum", "negate",
+    "convert", "broadcast_in_dim", "tanh", "exponential", "logistic"))
 
 
 def _rev_rule(ctx: RuleContext, x, *, dimensions):
