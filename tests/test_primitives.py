@@ -563,22 +563,16 @@ CONVERT_DTYPES = [F32, F16, I32, U8, U32, I8, BOOL]
 
 
 def _convert_input(src: np.dtype, dst: np.dtype) -> np.ndarray:
-    """Values of ``src`` whose conversion to ``dst`` is defined (float -> int conversions of
-    out-of-range values are implementation-defined, so they are left out)."""
+    """Values of ``src`` to convert to ``dst`` (float -> int: NaN and values out of range
+    included; they saturate, as XLA's CPU conversion does)."""
     if src == BOOL:
         return np.asarray([True, False, True], BOOL)
     if src.kind == "f":
         values = [0.0, -0.0, 1.0, 1.5, 2.5, -0.5, -1.75, 3.99, 100.25, -100.9, 127.0, -128.0,
                   255.9, 1e4 + 0.5, 65504.0, -65504.0, 1e-8, np.inf, -np.inf, np.nan, 2 ** 24 + 1.0,
                   123456.789, 3.0e9, 4294967040.0]
-        x = np.asarray(values, np.float64).astype(src)
-        if dst.kind in "iu":
-            info = np.iinfo(dst)
-            with np.errstate(all="ignore"):
-                ok = np.isfinite(x) & (np.trunc(x.astype(np.float64)) >= info.min) & (
-                    np.trunc(x.astype(np.float64)) <= info.max)
-            x = x[ok]
-        return x
+        with np.errstate(all="ignore"):
+            return np.asarray(values + [-3.0e9, -1e30], np.float64).astype(src)
     info = np.iinfo(src)
     values = [0, 1, -1, 2, -2, 100, -100, 127, -128, 128, 255, 256, -129, 65504, 70000, 2 ** 24 + 1,
               info.min, info.max, info.max - 1]
@@ -589,7 +583,9 @@ def _convert_reference(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     if dst == BOOL:
         return x != 0  # NaN != 0
     if x.dtype.kind == "f" and dst.kind in "iu":
-        return np.trunc(x).astype(dst)  # toward zero
+        info = np.iinfo(dst)  # toward zero, saturating; NaN -> 0
+        wide = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
+        return np.clip(wide, info.min, info.max).astype(dst)
     with np.errstate(all="ignore"):
         return x.astype(dst)  # integers wrap; floats round to nearest even
 

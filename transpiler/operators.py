@@ -216,11 +216,9 @@ def _pred(test: Any, meta: Meta) -> Any:
 
 
 def _check_convertible(meta: Meta) -> None:
-    if meta.in_try:
-        raise ConversionError(
-            f"the `{meta.kind}` at {meta.at()}\ndepends on a traced value inside a `try` block: "
-            f"exceptions cannot be caught inside compiled code. Move the `try` out of the "
-            f"jitted function, or the control flow out of the `try`.")
+    # Inside a `try` the statement converts too: both paths are traced, and an exception
+    # raised while tracing either one reaches the `try`'s handlers, as under jax.jit (nothing
+    # raises while the compiled program runs).
     if meta.outer_writes:
         names = ", ".join(f"'{n}'" for n in meta.outer_writes)
         raise ConversionError(

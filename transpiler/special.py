@@ -360,6 +360,19 @@ deflinear(conj_p, _t_conj)
 deflinear(complex_p, _t_complex)
 
 
+def _abs_jvp(g, x):
+    """d|x| = sign(x) dx for real x; for complex x, |x| is real and d|x| = Re(conj(x / |x|) dx)
+    (jnp.abs of a complex array under grad). This rule replaces ad_rules' real-only one here,
+    where the complex parts are defined."""
+    sign = P.sign_p.bind(x)
+    if aval(x).dtype.kind != "c":
+        return mul(g, sign)
+    return real_p.bind(mul(conj_p.bind(sign), g))
+
+
+defjvp(P.abs_p, _abs_jvp)
+
+
 fma_p = Primitive("fma")
 
 

@@ -13,9 +13,10 @@ indices are adjacent, at the front when a slice, ``None`` or ``...`` separates t
 advanced index present, integers count as advanced indices too. Reading cuts out the box of
 the slices, then gathers from it; updating scatters into the box and writes the box back.
 
-Out of bounds (as in JAX): reads of arrays of indices clamp, updates drop; ``.at[...]`` methods
-take ``mode=`` ('clip', 'fill' / 'drop', 'promise_in_bounds') and ``fill_value=``. Static
-integers out of bounds raise IndexError, as in NumPy, unless a mode is given.
+Out of bounds (as in JAX): reads clamp, updates drop, for static integers as for arrays of
+indices and run-time scalars (``jnp.arange(10)[11]`` is 9; NumPy would raise IndexError);
+``.at[...]`` methods take ``mode=`` ('clip', 'fill' / 'drop', 'promise_in_bounds') and
+``fill_value=``.
 """
 from __future__ import annotations
 
@@ -237,13 +238,19 @@ def _slice_axis(entry: slice, dim: int) -> _Axis:
 
 
 def _check_static_int(i: int, axis: int, dim: int) -> None:
-    if not -dim <= i < dim:
-        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {dim}"
+    if dim == 0:
+        raise IndexError(f"index {i} is out of bounds for axis {axis} with size 0"
                          f"{_where(None)}")
 
 
-def _basic_axes(shape: tuple, entries: list) -> tuple[list[_Axis], list[int]]:
-    """Per-axis selections of a basic index, and the result positions of new axes."""
+class _OutOfBounds(Exception):
+    """A static integer index outside its axis, in an update (which is then dropped)."""
+
+
+def _basic_axes(shape: tuple, entries: list, update: bool = False) -> tuple[list[_Axis], list[int]]:
+    """Per-axis selections of a basic index, and the result positions of new axes. A static
+    integer out of bounds is clamped (JAX reads the nearest entry), or, in an ``update``,
+    raises _OutOfBounds (JAX drops the update)."""
     axes: list[_Axis] = []
     new_axes: list[int] = []
     out_pos = 0
@@ -255,7 +262,12 @@ def _basic_axes(shape: tuple, entries: list) -> tuple[list[_Axis], list[int]]:
         dim = shape[len(axes)]
         if isinstance(entry, _Int):
             _check_static_int(entry.value, len(axes), dim)
-            axes.append(_Axis(entry.value % dim, 1, 1, False, False))
+            i = entry.value + dim if entry.value < 0 else entry.value
+            if not 0 <= i < dim:
+                if update:
+                    raise _OutOfBounds
+                i = min(max(i, 0), dim - 1)
+            axes.append(_Axis(i, 1, 1, False, False))
         elif isinstance(entry, _Dyn):
             axes.append(_Axis(_normalize_dynamic(entry.value, dim), 1, 1, True, False))
         else:
@@ -311,7 +323,10 @@ def _basic_getitem(x: Any, entries: list) -> Any:
 def _basic_update(x: Any, entries: list, values: Any, combine: Optional[Callable]) -> Any:
     """``x`` with ``x[index]`` replaced by ``combine(x[index], values)`` (or by ``values``)."""
     aval = get_aval(x)
-    axes, new_axes = _basic_axes(aval.shape, entries)
+    try:
+        axes, new_axes = _basic_axes(aval.shape, entries, update=True)
+    except _OutOfBounds:
+        return x
     values = convert(values, aval.dtype, aval.weak_type)
     # Values broadcast to the shape x[index] has, then lose the new axes and regain the axes
     # integer indices removed, giving one entry per selected position.
@@ -411,8 +426,7 @@ def _plan(shape: tuple, entries: list, strict_ints: bool) -> _Plan:
         else:
             basic.append(slice(None))
             if isinstance(e, _Int):
-                if strict_ints:
-                    _check_static_int(e.value, axis, dim)
+                _check_static_int(e.value, axis, dim)
                 value = np.asarray(e.value, np.int64)
             else:
                 value = e.value
@@ -551,8 +565,8 @@ def _has_advanced(entries: list) -> bool:
 
 
 def getitem(x: Any, index: Any) -> Any:
-    """``x[index]``: NumPy's basic and advanced indexing (integer arrays clamp out of bounds,
-    as in JAX; static integers out of bounds raise IndexError).
+    """``x[index]``: NumPy's basic and advanced indexing (indices out of bounds clamp, as in
+    JAX).
 
     Example::
 
@@ -589,7 +603,7 @@ _BASIC_COMBINE = {"replace": None, "add": P.add_p.bind, "mul": P.mul_p.bind,
 
 def _update_entries(x: Any, entries: list, values: Any, combiner: str, mode: Any,
                     indices_are_sorted: bool, unique_indices: bool) -> Any:
-    # Without a mode, static integers out of bounds raise IndexError (as in x[i]); with one,
+    # Without a mode, static integers out of bounds drop the update (as in JAX); with one,
     # they are index arrays like the others: dropped or clipped.
     strict = mode is None
     if not _has_advanced(entries) and (strict or not any(

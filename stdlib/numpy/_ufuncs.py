@@ -492,7 +492,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     check_arraylike("where", condition, x, y)
     condition = convert(condition, np.dtype(np.bool_))
     x, y = promote_dtypes(x, y)
-    condition, x, y = broadcast_operands(condition, x, y)
+    condition, x, y = broadcast_operands(condition, x, y, error=ValueError)
     return P.select_p.bind(condition, x, y)
 
 
@@ -1049,7 +1049,8 @@ def lcm(x1: Any, x2: Any) -> Any:
 def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Any:
     """``|a - b| <= atol + rtol * |b|`` elementwise (equal infinities are close; NaNs are
-    close to each other only with ``equal_nan``). Integers compare exactly.
+    close to each other only with ``equal_nan``). Integers compare exactly; complex numbers by
+    the modulus of their difference.
 
     Example::
 
@@ -1061,16 +1062,20 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
     dtype = get_aval(a).dtype
     if dtype.kind in "biu":
         return P.eq_p.bind(a, b)
-    if dtype.kind == "c":
-        raise TypeError(f"jnp.isclose does not support complex inputs in pyree yet"
-                        f"{_where_loc()}")
-    rtol_s, atol_s = typed_scalar(rtol, dtype), typed_scalar(atol, dtype)
-    diff = P.abs_p.bind(P.sub_p.bind(a, b))
+    diff = P.abs_p.bind(P.sub_p.bind(a, b))  # real for complex operands
+    real_dtype = get_aval(diff).dtype
+    rtol_s, atol_s = typed_scalar(rtol, real_dtype), typed_scalar(atol, real_dtype)
     bound = P.add_p.bind(atol_s, P.mul_p.bind(rtol_s, P.abs_p.bind(b)))
     close = P.le_p.bind(diff, bound)
-    finite = P.and_p.bind(P.is_finite_p.bind(a), P.is_finite_p.bind(b))
+
+    def finite(z):
+        if dtype.kind != "c":
+            return P.is_finite_p.bind(z)
+        from pyree import lax
+        return P.and_p.bind(P.is_finite_p.bind(lax.real(z)), P.is_finite_p.bind(lax.imag(z)))
+
     # Non-finite values are close only when equal (inf - inf would be NaN).
-    close = P.select_p.bind(finite, close, P.eq_p.bind(a, b))
+    close = P.select_p.bind(P.and_p.bind(finite(a), finite(b)), close, P.eq_p.bind(a, b))
     if equal_nan:
         both_nan = P.and_p.bind(P.ne_p.bind(a, a), P.ne_p.bind(b, b))
         close = P.or_p.bind(close, both_nan)

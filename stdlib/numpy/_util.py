@@ -106,13 +106,15 @@ def promote_dtypes_numeric(*args: Any) -> list:
     return [convert(a, dtype, weak) for a in args]
 
 
-def broadcast_shapes(*shapes: Sequence[int]) -> tuple:
-    """NumPy's broadcasting of shapes; the error names all shapes and the user's line."""
+def broadcast_shapes(*shapes: Sequence[int], error: type = ValueError) -> tuple:
+    """NumPy's broadcasting of shapes; the error (ValueError, as jnp.broadcast_shapes,
+    broadcast_to and where raise; ufuncs raise TypeError, as in JAX) names all shapes and the
+    user's line. Example: ``broadcast_shapes((3, 1), (4,))`` -> (3, 4)"""
     try:
         return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     except ValueError:
         text = ", ".join(str(tuple(s)) for s in shapes)
-        raise TypeError(f"shapes {text} cannot be broadcast together{where(None)}") from None
+        raise error(f"shapes {text} cannot be broadcast together{where(None)}") from None
 
 
 def broadcast_to_shape(x: Any, target: Sequence[int]) -> Any:
@@ -122,21 +124,22 @@ def broadcast_to_shape(x: Any, target: Sequence[int]) -> Any:
     if aval.shape == target:
         return x
     if len(aval.shape) > len(target):
-        raise TypeError(f"cannot broadcast shape {aval.shape} to {target}{where(None)}")
+        raise ValueError(f"cannot broadcast shape {aval.shape} to {target}{where(None)}")
     lead = len(target) - len(aval.shape)
     for i, d in enumerate(aval.shape):
         if d != 1 and d != target[lead + i]:
-            raise TypeError(f"cannot broadcast shape {aval.shape} to {target}{where(None)}")
+            raise ValueError(f"cannot broadcast shape {aval.shape} to {target}{where(None)}")
     return lax.broadcast_in_dim(x, target, tuple(range(lead, len(target))))
 
 
-def broadcast_operands(*args: Any) -> list:
-    """Broadcast to a common shape; rank-0 operands stay rank 0 (primitives broadcast them)."""
+def broadcast_operands(*args: Any, error: type = TypeError) -> list:
+    """Broadcast to a common shape; rank-0 operands stay rank 0 (primitives broadcast them).
+    Shapes that do not broadcast raise ``error`` (TypeError: a ufunc's operands, as in JAX)."""
     shapes = [get_aval(a).shape for a in args]
     nonscalar = [s for s in shapes if s != ()]
     if not nonscalar or all(s == nonscalar[0] for s in nonscalar):
         return list(args)
-    target = broadcast_shapes(*shapes)
+    target = broadcast_shapes(*shapes, error=error)
     return [a if s == () else broadcast_to_shape(a, target) for a, s in zip(args, shapes)]
 
 
