@@ -93,8 +93,17 @@ def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str
     return mlir_text, flags
 
 
-_MAGIC = b"PYREEVM1"
-_HEADER = struct.Struct("<8s32sQ")  # magic, sha256 of the payload, payload length
+_MAGIC = b"PYREEVM2"
+# magic, sha256 of the cache key and the payload, payload length. The key is in the digest so
+# that an entry copied over another key's file (a swapped entry) is recompiled, never run.
+_HEADER = struct.Struct("<8s32sQ")
+
+
+def _entry_digest(key: str, payload: bytes) -> bytes:
+    h = hashlib.sha256(key.encode())
+    h.update(b"\0")
+    h.update(payload)
+    return h.digest()
 
 
 class CompileError(RuntimeError):
@@ -176,8 +185,8 @@ def _read_disk(key: str) -> Optional[bytes]:
         return None
     magic, digest, length = _HEADER.unpack_from(data)
     payload = data[_HEADER.size:]
-    if magic != _MAGIC or length != len(payload) or hashlib.sha256(payload).digest() != digest:
-        return None  # truncated or corrupted: recompile and overwrite
+    if magic != _MAGIC or length != len(payload) or _entry_digest(key, payload) != digest:
+        return None  # truncated, corrupted or another key's: recompile and overwrite
     return payload
 
 
@@ -189,7 +198,7 @@ def _write_disk(key: str, payload: bytes) -> None:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".vmfb")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(_HEADER.pack(_MAGIC, hashlib.sha256(payload).digest(), len(payload)))
+                f.write(_HEADER.pack(_MAGIC, _entry_digest(key, payload), len(payload)))
                 f.write(payload)
             os.replace(tmp, path)  # atomic: readers see the old entry or the whole new one
         except BaseException:

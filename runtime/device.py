@@ -11,6 +11,7 @@ import atexit
 import collections
 import gc
 import os
+import sys
 import threading
 from typing import Any
 
@@ -255,6 +256,12 @@ def _release_iree_objects_at_exit() -> None:
     # results nobody holds any more are waited for too: a device destroyed under a running
     # dispatch crashed the process at exit.
     global _instance
+    # An uncaught exception's traceback keeps its frames' locals (buffer views, arrays) alive
+    # past this hook, and they were freed after the devices: a crash at exit after the error.
+    for name in ("last_exc", "last_value", "last_traceback"):
+        if getattr(sys, name, None) is not None:
+            setattr(sys, name, None)
+    gc.collect()
     for devs in _devices.values():
         for dev in devs:
             while dev.in_flight:

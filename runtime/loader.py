@@ -18,6 +18,7 @@ was not made by pyree raises ``InvalidModuleError``.
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 import os
 from typing import Any, Iterator, Sequence, Union
@@ -146,19 +147,56 @@ def _read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> tupl
         raise InvalidModuleError(f"cannot read {path}: {e.strerror}") from None
 
 
+# pyree.export seals each module with a checksum of its contents, kept in the zip archive's
+# comment (IREE's loader, iree-run-module and zip tools ignore it): the end-of-directory
+# record says the comment is _SEAL_SIZE bytes, which are _SEAL_TAG and the SHA-256 of every
+# byte before them. load() verifies it before IREE parses anything: IREE's loader trusts a
+# module's FlatBuffer offsets, and flipped bytes crashed the interpreter (SIGSEGV, SIGILL).
+_SEAL_TAG = b"PYREESUM"
+_SEAL_SIZE = len(_SEAL_TAG) + 32
+_EOCD_SIZE = 22  # the end-of-central-directory record without its comment
+
+
+def seal(vmfb: bytes) -> bytes:
+    """``vmfb`` (IREE's zip-archive module, as compiled) with pyree's checksum in its comment.
+
+    Example::
+
+        open("model.vmfb", "wb").write(seal(compiled_bytes))
+    """
+    end = len(vmfb) - _EOCD_SIZE
+    if vmfb[:4] != _ZIP_LOCAL_HEADER or vmfb[end:end + 4] != _ZIP_END_OF_DIRECTORY or \
+            vmfb[-2:] != b"\0\0":
+        raise ValueError("seal() takes a module as IREE writes it: a zip archive without comment")
+    body = vmfb[:-2] + _SEAL_SIZE.to_bytes(2, "little")
+    return body + _SEAL_TAG + hashlib.sha256(body).digest()
+
+
+def _check_seal(data: bytes, origin: str) -> None:
+    end = len(data) - _SEAL_SIZE - _EOCD_SIZE
+    tag = data[-_SEAL_SIZE:-32]
+    if end < 0 or data[end:end + 4] != _ZIP_END_OF_DIRECTORY or tag != _SEAL_TAG or \
+            data[end + 20:end + 22] != _SEAL_SIZE.to_bytes(2, "little"):
+        raise InvalidModuleError(
+            f"{origin} carries no pyree checksum: it is damaged at its end, or it was not made "
+            f"by pyree.export (export it again; a module of IREE's own runs with iree.runtime)")
+    if hashlib.sha256(data[:-_SEAL_SIZE]).digest() != data[-32:]:
+        raise InvalidModuleError(f"{origin} is damaged: its contents do not match the checksum "
+                                 f"pyree.export wrote (was it modified or copied incompletely?)")
+
+
 def _check_container(data: bytes, origin: str) -> None:
-    """Reject what is plainly not a whole IREE module, before IREE parses it."""
-    if data[:4] == _ZIP_LOCAL_HEADER:
-        # IREE writes modules as a zip archive holding the FlatBuffer: its end record is last.
-        if _ZIP_END_OF_DIRECTORY not in data[-(22 + 65535):]:
-            raise InvalidModuleError(f"{origin} is truncated: its end record is missing (was "
-                                     f"the file copied completely?)")
-        if _FLATBUFFER_ID not in data[:512]:
-            raise InvalidModuleError(f"{origin} is a zip archive but not an IREE module")
-    elif data[4:8] != _FLATBUFFER_ID:
+    """Reject what is not a whole, unmodified module made by pyree.export, before IREE parses
+    it."""
+    if data[:4] != _ZIP_LOCAL_HEADER:
         what = "empty" if not data else f"a {len(data)}-byte file that is not an IREE module"
-        raise InvalidModuleError(f"{origin} is {what} (.vmfb files start with a zip header or "
-                                 f"an IREE FlatBuffer)")
+        if data[4:8] == _FLATBUFFER_ID:
+            what = "an IREE module without pyree's checksum (not made by pyree.export)"
+        raise InvalidModuleError(f"{origin} is {what} (pyree.export writes zip-archive modules "
+                                 f"that start with 'PK')")
+    _check_seal(data, origin)
+    if _FLATBUFFER_ID not in data[:512]:
+        raise InvalidModuleError(f"{origin} is a zip archive but not an IREE module")
 
 
 def _runtime_version() -> str:
@@ -275,7 +313,7 @@ class LoadedFunction:
                             f"{len(leaves)}")
         arrays = [_leaf_array(f"#{i}", value, aval, self.device, self.name)
                   for i, (value, aval) in enumerate(zip(leaves, self.in_avals))]
-        return _build(self.signature["outputs"]["tree"], iter(self._executable(arrays)))
+        return _build(self.signature["outputs"]["tree"], iter(self._checked(arrays)))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves: list = []
@@ -291,8 +329,26 @@ class LoadedFunction:
         _flatten(tree, (args, kwargs), "", leaves)
         arrays = [_leaf_array(_describe(path), value, aval, self.device, self.name)
                   for (path, value), aval in zip(leaves, self.in_avals)]
+        return _build(self.signature["outputs"]["tree"], iter(self._checked(arrays)))
+
+    def _checked(self, arrays: list) -> list:
+        """The call's results, each checked against the signature: the signature is data in
+        the file, and results read with a wrong shape or dtype would read past their buffers."""
         outs = self._executable(arrays)
-        return _build(self.signature["outputs"]["tree"], iter(outs))
+        if len(outs) != len(self.out_avals):
+            raise InvalidModuleError(f"{self.name} returned {len(outs)} arrays but its "
+                                     f"signature declares {len(self.out_avals)}")
+        for i, (out, aval) in enumerate(zip(outs, self.out_avals)):
+            view = out.buffer_view()
+            # IREE's element type holds its width in bits in its low byte (signless and signed
+            # integers differ in their high bits, so those are not compared).
+            if tuple(view.shape) != tuple(aval.shape) or \
+                    (int(view.element_type) & 0xFF) != 8 * aval.dtype.itemsize:
+                raise InvalidModuleError(
+                    f"{self.name}: result {i} is {list(view.shape)} of IREE element type "
+                    f"{view.element_type}, but the module's signature declares "
+                    f"{aval.str_short()}: the signature was altered")
+        return outs
 
     def __repr__(self) -> str:
         ins = ", ".join(a.str_short() for a in self.in_avals)

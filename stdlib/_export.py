@@ -26,7 +26,7 @@ from pyree import dtypes, tree_util
 from pyree.runtime import compile as rcompile
 from pyree.runtime.aval import ShapedArray
 from pyree.runtime.device import Device
-from pyree.runtime.loader import SIGNATURE_KEY, FORMAT_VERSION, decode_tree
+from pyree.runtime.loader import SIGNATURE_KEY, FORMAT_VERSION, decode_tree, seal
 from pyree.transpiler.host_callbacks import uses_host_callbacks
 from pyree.transpiler.jit import JitFunction, ShapeDtypeStruct, estimate_work
 from pyree.transpiler.lower import lower_for_export
@@ -265,7 +265,8 @@ def export_functions(functions: Mapping[str, tuple], *, target: str = "cpu",
                           "pyree": __version__, "iree": compiler_version()})
         entries.append((name, closed, {SIGNATURE_KEY: json.dumps(signature)}))
     lowered = lower_for_export(entries)
-    vmfb = rcompile.compile_mlir(lowered.text, flags, cache_text=lowered.text_without_locations)
+    vmfb = seal(rcompile.compile_mlir(lowered.text, flags,
+                                      cache_text=lowered.text_without_locations))
     if path is not None:
         with open(path, "wb") as f:
             f.write(vmfb)

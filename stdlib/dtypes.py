@@ -136,6 +136,8 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
     if isinstance(dtype, type) and dtype in _PYTHON_KINDS:
         return _DEFAULTS[_PYTHON_KINDS[dtype]][x64]
     dtype = np.dtype(dtype)
+    if dtype.kind not in "biufc" and dtype != bfloat16:
+        raise TypeError(f"pyree supports number and bool dtypes, got dtype {dtype}")
     return dtype if x64 else _TO_32_BIT.get(dtype, dtype)
 
 

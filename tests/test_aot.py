@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import zipfile
 
 import numpy as np
@@ -93,15 +94,15 @@ def test_bad_arguments_are_clear_errors(exported):
 def test_bad_files_are_clear_errors(exported, tmp_path):
     data = exported.read_bytes()
     cases = {
-        "truncated": (data[: len(data) // 2], "truncated"),
+        "truncated": (data[: len(data) // 2], "damaged at its end"),
         "empty": (b"", "empty"),
         "random": (np.random.RandomState(0).bytes(4096), "not an IREE module"),
-        "corrupted": (data[:200] + bytes(64) + data[264:], "not a valid IREE module"),
+        "corrupted": (data[:200] + bytes(64) + data[264:], "do not match the checksum"),
     }
     zipped = tmp_path / "other.zip"
     with zipfile.ZipFile(zipped, "w") as z:
         z.writestr("a.txt", "hello")
-    cases["zip"] = (zipped.read_bytes(), "not an IREE module")
+    cases["zip"] = (zipped.read_bytes(), "no pyree checksum")
     for name, (content, message) in cases.items():
         path = tmp_path / f"{name}.vmfb"
         path.write_bytes(content)
@@ -284,3 +285,41 @@ def test_loader_needs_neither_compiler_nor_transpiler(exported, tmp_path):
     assert "LOADED []" in done.stdout
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), model_numpy(PARAMS, X, 2.0)[0],
                                rtol=1e-5, atol=1e-6)
+
+
+def test_flipped_bytes_never_reach_iree(exported, tmp_path):
+    # IREE's loader trusts a module's offsets: flipped bytes crashed the interpreter. Each
+    # damaged copy must fail with InvalidModuleError; a crash of the subprocess fails the test.
+    script = textwrap.dedent(f"""
+        import random
+        from pyree.runtime import load
+        from pyree.runtime.loader import InvalidModuleError
+        data = open({str(exported)!r}, "rb").read()
+        rng = random.Random(7)
+        for trial in range(100):
+            damaged = bytearray(data)
+            for _ in range(rng.randint(1, 3)):
+                damaged[rng.randrange(len(damaged))] ^= 1 << rng.randrange(8)
+            try:
+                load(bytes(damaged))
+            except InvalidModuleError:
+                continue
+            raise SystemExit(f"trial {{trial}}: a damaged module loaded")
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_tampered_signature_is_caught_when_called(exported):
+    from pyree.runtime.loader import seal
+    data = exported.read_bytes()
+    unsealed = data[:-42] + b"\0\0"   # the comment (checksum) removed
+    assert seal(unsealed) == data
+    old = b'"avals": [["int32", [3]]]'
+    at = unsealed.rindex(old)               # the last one: double's outputs
+    assert unsealed.index(b'"outputs"', 0, at) < at
+    forged = load(seal(unsealed[:at] + old.replace(b"[3]", b"[9]") + unsealed[at + len(old):]))
+    with pytest.raises(InvalidModuleError, match="signature was altered"):
+        forged.double(np.arange(3, dtype=np.int32))

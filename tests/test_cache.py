@@ -128,14 +128,46 @@ def test_compile_errors_are_collected_not_printed(capfd):
     assert capfd.readouterr().err == ""
 
 
-def test_module_iree_fails_on_compiles_again_without_multi_use_fusion(capfd):
-    # A module IREE 3.13 cannot compile as it first fuses it (see FALLBACK_FLAGS): compiled
-    # at the second try, printing nothing. (Should a newer IREE compile it at once, this test
-    # says so, and the fallback may go.)
-    u = np.linspace(0.1, 1.0, 100_000, dtype=np.float32)
+def test_module_iree_fails_on_compiles_again_without_multi_use_fusion(capfd, monkeypatch):
+    # A module IREE 3.13 cannot compile as it first fuses it (see FALLBACK_FLAGS) is compiled
+    # at the second try, printing nothing. The module that failed on an AVX-512 machine
+    # (jit(grad) of mean(exp(a u - b v)) over 100k floats) compiles at once on AVX2 ones, so
+    # the first try's failure is simulated here: the second try must carry the fallback flags.
+    u = np.linspace(0.1, 1.0, 1000, dtype=np.float32)
     text = pyree.jit(lambda a: (jnp.sum(jnp.exp(a * u) * u), jnp.sum(-jnp.exp(a * u) * u))
                      ).lower(0.1).as_text()
+    real = rcompile._run_compiler
+    seen = []
+
+    def first_try_fails(mlir_text, flags):
+        seen.append(tuple(flags))
+        if not set(rcompile.FALLBACK_FLAGS) <= set(flags):
+            return None, ["error: exceeded stack allocation limit (simulated)"]
+        return real(mlir_text, flags)
+
+    monkeypatch.setattr(rcompile, "_run_compiler", first_try_fails)
     before = rcompile.CompileStats.fallbacks
     assert rcompile._compile_now(text, pyree.devices("cpu")[0].compile_flags)
-    assert rcompile.CompileStats.fallbacks == before + 1
+    assert rcompile.CompileStats.fallbacks == before + 1 and len(seen) == 2
     assert capfd.readouterr().err == ""
+
+
+def test_an_entry_swapped_for_another_keys_is_recompiled(tmp_path):
+    # The checksum covers the key: another program's valid entry under this key is not run.
+    run_program(tmp_path)
+    (path,) = entries(tmp_path)
+    other = textwrap.dedent("""
+        import numpy as np, pyree
+        print(np.asarray(pyree.jit(lambda x: x * 100.0)(np.ones((4, 3), np.float32))).sum())
+    """)
+    env = dict(os.environ, PYREE_CACHE_DIR=str(tmp_path))
+    subprocess.run([sys.executable, "-c", other], env=env, check=True, capture_output=True,
+                   timeout=300)
+    (other_path,) = [p for p in entries(tmp_path) if p != path]
+    with open(other_path, "rb") as f:
+        foreign = f.read()
+    with open(path, "wb") as f:
+        f.write(foreign)
+    again = run_program(tmp_path)
+    assert again["compiled"] == 1 and again["disk_hits"] == 0
+    np.testing.assert_allclose(again["out"], expected_norm(), rtol=1e-5)

@@ -175,6 +175,7 @@ class JitFunction:
             self._params = []
         positional = [p for p in self._params
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        _check_static_arguments(fun, self._params, positional, nums, names)
         # As in JAX, naming a parameter static by number makes it static by name too, and back.
         names = set(names)
         for n in nums:
@@ -534,6 +535,28 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: Any = None,
                                  static_argnames=static_argnames, device=device,
                                  donate_argnums=donate_argnums)
     return JitFunction(fun, static_argnums, static_argnames, device, donate_argnums)
+
+
+def _check_static_arguments(fun: Callable, params: list, positional: list, nums: Sequence[int],
+                            names: Sequence[str]) -> None:
+    """static_argnums / static_argnames the function cannot take are a ValueError when jit is
+    applied, as in JAX (rather than being ignored)."""
+    if not params:  # no signature to check against (a builtin)
+        return
+    kinds = {p.kind for p in params}
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        bad = [n for n in nums if not -len(positional) <= n < len(positional)]
+        if bad:
+            raise ValueError(f"jitted function {getattr(fun, '__name__', '?')} has "
+                             f"static_argnums={tuple(nums)}, but only accepts "
+                             f"{len(positional)} positional arguments{where(None)}")
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        known = {p.name for p in params if p.kind != p.POSITIONAL_ONLY}
+        unknown = sorted(set(names) - known)
+        if unknown:
+            raise ValueError(f"jitted function {getattr(fun, '__name__', '?')} has invalid "
+                             f"argnames {unknown} in static_argnames: it takes no such "
+                             f"arguments{where(None)}")
 
 
 _jit_disabled = False  # config.disable_jit, refreshed by config.update (read on every call)

@@ -1194,7 +1194,9 @@ _FUSIBLE_ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
 def _rev_rule(ctx: RuleContext, x, *, dimensions):
     if not dimensions:  # IREE rejects a stablehlo.reverse of no dimensions
         return x
-    if ctx.dynamic:  # IREE's reverse of unknown size reads tensor.dim, which needs signless
+    if ctx.dynamic or ctx.avals_in[0].dtype.kind == "u":
+        # IREE's reverse of unknown size reads tensor.dim, which needs signless integers; of
+        # unsigned ones it fails to legalize under jit too (x[::-1] of a uint8 array).
         y = signless(x)
         return bitcast_to(hlo("reverse", y.type, y, dimensions=i64_array(dimensions)),
                           ctx.out_type())

@@ -7,6 +7,8 @@ active the primitive runs eagerly on the device.
 """
 from __future__ import annotations
 
+import os
+
 import sys
 import threading
 from typing import Any, Callable, Optional, Sequence
@@ -64,7 +66,39 @@ def abstract_eval(primitive: Primitive, in_avals: Sequence[ShapedArray], params:
         located = type(e)(f"{e}{where(loc)}")
         located._pyree_located = True
         raise located.with_traceback(None) from None
-    return list(out) if primitive.multiple_results else [out]
+    outs = list(out) if primitive.multiple_results else [out]
+    for aval in outs:
+        if aval.size * aval.dtype.itemsize > MAX_ARRAY_BYTES:
+            raise MemoryError(_too_large(aval, loc))
+    return outs
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system: no bound
+        return 1 << 62
+
+
+# No array may need more bytes than the machine has: such a request (jnp.zeros(1 << 40),
+# jnp.arange(1e13), a broadcast to 2**40 elements) fails here, naming its size, instead of
+# failing inside IREE's allocator (which then crashed the interpreter at exit).
+MAX_ARRAY_BYTES = _memory_bytes()
+
+
+def _bytes_text(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024
+    return f"{n} B"
+
+
+def _too_large(aval: ShapedArray, loc) -> str:
+    need = aval.size * aval.dtype.itemsize
+    return (f"Unable to allocate {_bytes_text(need)} for an array with shape {aval.shape} and "
+            f"data type {aval.dtype}: more than this machine's {_bytes_text(MAX_ARRAY_BYTES)} "
+            f"of memory{where(loc)}")
 
 
 # -- values while tracing ---------------------------------------------------------------------
@@ -125,6 +159,14 @@ class Tracer:
             f"numpy.asarray() of a traced array {self.aval.str_short()}: NumPy functions cannot "
             f"run on values that are only known when the compiled program runs.{where(None)}\n"
             "Use pyree.numpy instead of numpy inside jitted functions.")
+
+    def tolist(self):
+        raise ConcretizationTypeError(
+            f"tolist() of a traced array {self.aval.str_short()}: its values are only known "
+            f"when the compiled program runs.{where(None)}\nReturn the array from the jitted "
+            f"function and call tolist() on the result.")
+
+    item = tolist
 
     def __setitem__(self, index, value) -> None:
         raise TypeError(immutable_update_message(index, value, sys._getframe(1)) + where(None))

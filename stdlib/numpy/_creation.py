@@ -96,6 +96,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Optional[str
         if host.dtype == object_dtype:
             raise TypeError(f"cannot make an array from {object!r}: its elements are not "
                             f"numbers{_where(None)}")
+        if isinstance(object, (list, tuple)) and host.dtype.kind in "iu":
+            _check_python_ints_fit(host, want)
         if want is not None:
             host = host.astype(want)
         out = device_put_numpy(canonicalize_array(host))
@@ -106,6 +108,20 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Optional[str
 
 
 object_dtype = np.dtype(object)
+
+
+def _check_python_ints_fit(host: np.ndarray, want: Optional[np.dtype]) -> None:
+    """Python integers in a list must fit the array's dtype (the default int, int32 without
+    x64), as in JAX: jnp.asarray([1, 2**40]) raises instead of wrapping to [1, 0]."""
+    target = np.dtype(want) if want is not None else dtypes.canonicalize_dtype(host.dtype)
+    if target.kind not in "iu" or host.size == 0:
+        return
+    info = np.iinfo(target)
+    low, high = host.min(), host.max()
+    if low < info.min or high > info.max:
+        bad = high if high > info.max else low
+        raise OverflowError(f"Python int {int(bad)} is too large to convert to {target}"
+                            f"{_where(None)}")
 
 
 def _leaves(obj: Any) -> list:
@@ -336,6 +352,8 @@ def eye(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None) -> Any:
     """
     N = operator.index(N)
     M = N if M is None else operator.index(M)
+    if N < 0 or M < 0:
+        raise ValueError(f"negative dimensions are not allowed, got {N} and {M}{_where(None)}")
     want = requested_dtype(dtype) or default_float_dtype()
     int_t = dtypes.canonicalize_dtype(int)
     rows = lax.broadcasted_iota(int_t, (N, M), 0)
@@ -429,6 +447,8 @@ def tri(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None) -> Any:
     """
     N = operator.index(N)
     M = N if M is None else operator.index(M)
+    if N < 0 or M < 0:
+        raise ValueError(f"negative dimensions are not allowed, got {N} and {M}{_where(None)}")
     want = requested_dtype(dtype) or default_float_dtype()
     return convert(_diagonal_mask(N, M, operator.index(k), upper=False), want)
 

@@ -332,7 +332,10 @@ def floor_divide(x: Any, y: Any) -> Any:
         signs_differ = P.ne_p.bind(P.lt_p.bind(x, zero), P.lt_p.bind(y, zero))
         adjust = P.and_p.bind(signs_differ, P.ne_p.bind(r, zero))
         return P.select_p.bind(adjust, P.sub_p.bind(q, typed_scalar(1, dtype)), q)
-    return _float_divmod(x, y)[0]
+    # Dividing by zero gives what x / 0 gives (inf, -inf, nan), as NumPy and JAX do; the
+    # remainder-based quotient would be nan.
+    by_zero = P.eq_p.bind(y, typed_scalar(0, dtype))
+    return P.select_p.bind(by_zero, P.div_p.bind(x, y), _float_divmod(x, y)[0])
 
 
 def _float_divmod(x: Any, y: Any) -> tuple:

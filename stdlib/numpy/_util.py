@@ -1,6 +1,8 @@
 """Shared machinery of ``pyree.numpy``: argument checks, dtype promotion, broadcasting."""
 from __future__ import annotations
 
+import operator
+
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -144,7 +146,11 @@ def broadcast_operands(*args: Any, error: type = TypeError) -> list:
 
 
 def canonical_axis(axis: int, ndim_: int, name: str = "axis") -> int:
-    axis = int(axis)
+    try:
+        axis = operator.index(axis)  # 1.5 or "1" is an error, as in NumPy and JAX
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {axis!r} of type "
+                        f"{type(axis).__name__}{where(None)}") from None
     if not -ndim_ <= axis < max(ndim_, 1) or (ndim_ == 0 and axis not in (0, -1)):
         raise np.exceptions.AxisError(f"{name} {axis} is out of bounds for array of dimension "
                                       f"{ndim_}")
