@@ -116,7 +116,11 @@ def test_bad_requests_get_4xx_and_the_service_keeps_serving(service):
         (json.dumps({"rows": [row]}), 422, "instances"),
         (json.dumps({"instances": []}), 422, "non-empty"),
         (json.dumps({"instances": [row[:10]]}), 422, "row 0 must be a list of 64 numbers"),
-        (json.dumps({"instances": [row[:-1] + ["x"]]}), 422, "not a finite number"),
+        (json.dumps({"instances": [row[:-1] + ["x"]]}), 422, "not a finite float32 number"),
+        (json.dumps({"instances": [row[:-1] + [10 ** 400]]}), 422, "not a finite float32"),
+        (json.dumps({"instances": [row[:-1] + [1e39]]}), 422, "not a finite float32"),
+        (json.dumps({"instances": [row[:-1] + [-3.5e38]]}), 422, "not a finite float32"),
+        (b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 400, "nested too deeply"),
         (json.dumps({"instances": [row] * 1025}), 413, "limit of 1024"),
         (b"[" + b"0.5, " * 300_000 + b"0.5]", 413, "over the limit"),
     ]

@@ -100,9 +100,22 @@ def _rows(payload: Any, features: int) -> np.ndarray:
             raise BadRequest(422, f"row {i} must be a list of {features} numbers, got {got}")
         for value in row:
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value):
-                raise BadRequest(422, f"row {i} holds {value!r}, not a finite number")
+                    or not _fits_float32(value):
+                shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+                raise BadRequest(422, f"row {i} holds {shown}, not a finite float32 number")
     return np.asarray(rows, np.float32)
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _fits_float32(value: float) -> bool:
+    """Finite, and finite as float32 (10**400 or 1e39 would become inf in the model)."""
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past float64's range
+        return False
+    return math.isfinite(number) and abs(number) <= _FLOAT32_MAX
 
 
 def create_app(model_path: str) -> Starlette:
@@ -119,6 +132,8 @@ def create_app(model_path: str) -> Starlette:
                 payload = json.loads(body)
             except (ValueError, UnicodeDecodeError) as e:
                 raise BadRequest(400, f"malformed JSON: {e}") from None
+            except RecursionError:  # nested deeper than Python's parser recurses
+                raise BadRequest(400, "malformed JSON: nested too deeply") from None
             rows = _rows(payload, model.features)
         except BadRequest as e:
             return JSONResponse({"error": str(e)}, status_code=e.status)
