@@ -7,6 +7,7 @@ Disk entries carry a checksum: a truncated or corrupted entry is recompiled, nev
 """
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import linecache
@@ -157,7 +158,42 @@ class CompileStats:
     fallbacks = 0  # compiled only with FALLBACK_FLAGS
 
 
-_memory_cache: dict[str, bytes] = {}
+class _BoundedCache:
+    """Compiled modules by key, the least recently used dropped past ``max_bytes`` (a program
+    making new jitted functions forever must not grow forever; the disk cache keeps them)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: "collections.OrderedDict[str, bytes]" = collections.OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Optional[bytes]:
+        with self._lock:
+            payload = self._entries.get(key)
+            if payload is not None:
+                self._entries.move_to_end(key)
+            return payload
+
+    def __setitem__(self, key: str, payload: bytes) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self._bytes += len(payload) - (len(old) if old is not None else 0)
+            self._entries[key] = payload
+            while self._bytes > self.max_bytes and len(self._entries) > 1:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= len(dropped)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_memory_cache = _BoundedCache(256 << 20)
 _key_locks: dict[str, threading.Lock] = {}
 _key_locks_guard = threading.Lock()
 
