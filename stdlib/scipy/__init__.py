@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = {"special", "stats", "linalg", "signal", "optimize"}
+_SUBMODULES = {"special", "stats", "linalg"}
 
 
 def __getattr__(name: str) -> Any:
