@@ -1,14 +1,14 @@
 """``jax.scipy``: SciPy's API on pyree arrays, differentiable, under jit, grad and vmap.
 
     from pyree.scipy.special import logsumexp
-    from pyree.scipy import stats, linalg
+    from pyree.scipy import stats
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-_SUBMODULES = {"special", "stats", "linalg"}
+_SUBMODULES = {"special", "stats"}
 
 
 def __getattr__(name: str) -> Any:
