@@ -1605,6 +1605,12 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
             fields.append(f"{name} = [{', '.join(str(int(d)) for d in dims)}]")
     attr = mlir().Attribute.parse(f"#stablehlo.dot<{', '.join(fields)}>")
     lhs_aval, rhs_aval = ctx.avals_in
+    out_aval = ctx.avals_out[0]
+    if not ctx.dynamic and (lhs_aval.size == 0 or rhs_aval.size == 0):
+        # A product over nothing is zeros (or empty). IREE 3.13's compiler died of a floating
+        # point exception (SIGFPE) data-tiling a (3, 0) @ (0, 4) matmul on AMD znver3.
+        return hlo("broadcast_in_dim", ctx.out_type(), scalar_like(0, out_aval.dtype),
+                   broadcast_dimensions=i64_array([]))
     narrow = _is_narrow_contraction(ctx, lc, lb, rc, rb)
     if narrow and lhs_aval.size * rhs_aval.size > 1:
         # A matrix-vector product: IREE 3.13 fails to compile one that has an elementwise
