@@ -592,7 +592,7 @@ def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, comb
     if ctx.lowering.aliases_input(operand):
         # IREE may scatter in place into the storage of a function input, which pyree's
         # immutable Arrays share with the caller (IREE issue #16168): scatter into a copy.
-        operand = fresh_copy(operand, x_aval)
+        operand = fresh_copy(operand, x_aval, ctx.lowering.new_tag())
     if not drop:
         indices, _ = _bounded_indices(indices, idx_aval, upper, False)
         return _canonical_scatter(operand, indices, updates, x_aval, idx_aval.update(

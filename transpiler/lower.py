@@ -136,7 +136,7 @@ def scalar_like(value: Any, dtype: np.dtype):
     return constant(value, ShapedArray((), dtype))
 
 
-def fresh_copy(value, aval: ShapedArray):
+def fresh_copy(value, aval: ShapedArray, tag: int):
     """``value`` in storage of its own, never a function input's buffer.
 
     IREE 3.13 performs some updates in place on their operand (scatter, sort, updates of a
@@ -145,11 +145,17 @@ def fresh_copy(value, aval: ShapedArray):
     predicate comes through an optimization barrier, so IREE can neither fold it away nor
     prove it the identity: an iota compared with a bound folds when the axis has length 1,
     and the scatter then wrote into its input (x.at[jnp.array([0])].add(2) with x of shape
-    (1,) changed x)."""
+    (1,) changed x). ``tag`` (``Lowering.new_tag()``) makes each copy an op of its own: CSE
+    merges identical copies of one value, and two in-place updates then share one buffer."""
     if aval.size == 0:
         return value
     bool_t = tensor_type(ShapedArray((), np.dtype(np.bool_)))
-    keep = op("stablehlo.optimization_barrier", [bool_t], [scalar_like(True, np.bool_)]).result
+    i32_t = tensor_type(ShapedArray((), np.dtype(np.int32)))
+    hidden = op("stablehlo.optimization_barrier", [i32_t], [scalar_like(tag, np.int32)]).result
+    ir = mlir()
+    keep = op("stablehlo.compare", [bool_t], [hidden, scalar_like(tag, np.int32)], {
+        "comparison_direction": ir.Attribute.parse("#stablehlo<comparison_direction EQ>"),
+        "compare_type": ir.Attribute.parse("#stablehlo<comparison_type SIGNED>")}).result
     zero = scalar_like(0, aval.dtype)
     if aval.ndim:
         zero = hlo("broadcast_in_dim", tensor_type(aval), zero,

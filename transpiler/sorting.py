@@ -26,8 +26,8 @@ from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules
 from .batching import batching_rules, to_front
 from .eager import STATIC_SHAPE_WHEN
 from .ir import ShapedArray
-from .lower import (RuleContext, _compare, _splat, bitcast_to, hlo, i64_array, i64_attr,
-                    lowering_rules, mlir, op, scalar_like, shape_of, signless, tensor_type)
+from .lower import (RuleContext, _compare, _splat, fresh_copy, hlo, i64_array, i64_attr,
+                    lowering_rules, mlir, op, scalar_like, shape_of, tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
 sort_p = Primitive("sort", multiple_results=True)
@@ -134,16 +134,16 @@ def _stablehlo_sort(ctx: RuleContext, operands, dimension, num_keys, descending,
     if not ctx.dynamic:
         # IREE 3.13 sorts in place and mishandles sorts whose operands are not values of
         # their own: an iota equal to the positions (CSE merges them: argsort's payload), or
-        # two sorts of one operand (each sorts the same buffer). Every operand is cloned (IREE
-        # drops the clones it proves unneeded), and an offset unique to this sort keeps its
-        # positions apart from other iotas (they only break ties: any increasing sequence
-        # serves).
-        from iree.compiler.dialects import flow
+        # two sorts of one operand (each sorts the same buffer). Every operand is copied, with
+        # a tag unique to this sort (flow.tensor.clone was not enough: CSE merged two clones of
+        # one input, and two unique(x, size=...) in one jit gave wrong counts), and an offset
+        # unique to this sort keeps its positions apart from other iotas (they only break
+        # ties: any increasing sequence serves).
         offset = ctx.lowering.new_tag()
         positions = hlo("add", positions.type, positions,
                         _splat(ctx, offset, position_aval, positions))
-        sorted_in = [bitcast_to(flow.TensorCloneOp(signless(x), []).result, x.type)
-                     for x in distinct]
+        sorted_in = [fresh_copy(x, a, ctx.lowering.new_tag())
+                     for x, a in zip(distinct, distinct_avals)]
     all_avals = distinct_avals + [position_aval]
     sort_op = op("stablehlo.sort", [ctx.type(a) for a in all_avals], sorted_in + [positions],
                  {"dimension": ir.IntegerAttr.get(i64, dimension),
