@@ -147,8 +147,6 @@ def test_errors():
         jnp.linalg.inv([[1.0, 0.0], [0.0, 1.0]])
     with pytest.raises(TypeError, match="integer"):
         jnp.linalg.matrix_power(np.eye(2, dtype=np.float32), 1.5)
-    with pytest.raises(NotImplementedError, match="svd"):
-        jnp.linalg.norm(np.eye(2, dtype=np.float32), "nuc")
     with pytest.raises(ValueError, match="invalid order"):
         jnp.linalg.norm(np.ones(3, np.float32), "fro")
     with pytest.raises(ValueError, match="improper"):
@@ -424,3 +422,19 @@ def test_product_errors():
         jnp.cross(np.ones(4), np.ones(3))
     with pytest.raises(ValueError, match="vector axis"):
         jnp.vecdot(np.ones(3), np.ones(4))
+
+
+def test_spectral_and_nuclear_norms():
+    """ord 2, -2 and 'nuc' of matrices come from the singular values, over any axis pair."""
+    x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
+    for ord_ in ("nuc", 2, -2):
+        for axes in ((1, 2), (2, 0)):
+            for keepdims in (False, True):
+                got = jnp.linalg.norm(x, ord_, axis=axes, keepdims=keepdims)
+                want = np.linalg.norm(x, ord_, axis=axes, keepdims=keepdims)
+                assert got.shape == want.shape
+                np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    # d||A||_* / dA = U V^T for a full-rank A.
+    u, _, vt = np.linalg.svd(x[0].astype(np.float64), full_matrices=False)
+    grad = pyree.grad(lambda a: jnp.linalg.norm(a, "nuc"))(x[0])
+    np.testing.assert_allclose(np.asarray(grad), u @ vt, atol=1e-5)

@@ -67,19 +67,15 @@ TOL32_DEFAULT = (1e-5, 1e-6)
 
 
 def _run(name, values, only=None):
-    """pyree's and SciPy's results for the distribution's functions: (ours, SciPy's)."""
+    """pyree's results for the distribution's functions (one jitted program) and SciPy's."""
     module, reference = getattr(stats, name), getattr(ostats, name)
-    ours, expected = {}, {}
-    for functions, arg_names in DISTRIBUTIONS[name]:
-        functions = [f for f in functions if only is None or f in only]
-        if not functions:
-            continue
-        args = [values[a] for a in arg_names]
-        out = pyree.jit(lambda *a: {f: getattr(module, f)(*a) for f in functions})(*args)
-        ours.update(out)
-        args64 = [v.astype(np.float64) for v in args]
-        with np.errstate(all="ignore"):
-            expected.update({f: getattr(reference, f)(*args64) for f in functions})
+    calls = [(f, arg_names) for functions, arg_names in DISTRIBUTIONS[name]
+             for f in functions if only is None or f in only]
+    ours = pyree.jit(lambda v: {f: getattr(module, f)(*[v[a] for a in arg_names])
+                                for f, arg_names in calls})(values)
+    with np.errstate(all="ignore"):
+        expected = {f: getattr(reference, f)(*[values[a].astype(np.float64) for a in arg_names])
+                    for f, arg_names in calls}
     return ours, expected
 
 
@@ -108,27 +104,39 @@ def test_values_float64(name, x64):
 
 def test_norm_tails_float64(x64):
     x = np.array([-1e4, -40.0, -10.0, 0.0, 10.0, 40.0])
-    assert_close(stats.norm.logcdf(x), ostats.norm.logcdf(x), 1e-13)
-    assert_close(stats.norm.logsf(x), ostats.norm.logsf(x), 1e-13)
     q = np.array([1e-300, 1e-20, 0.5, 1 - 1e-12])
-    assert_close(stats.norm.ppf(q, 1.0, 2.0), ostats.norm.ppf(q, 1.0, 2.0), 1e-13)
+    out = pyree.jit(lambda x, q, loc, scale: (stats.norm.logcdf(x), stats.norm.logsf(x),
+                                              stats.norm.ppf(q, loc, scale)))(x, q, 1.0, 2.0)
+    assert_close(out[0], ostats.norm.logcdf(x), 1e-13)
+    assert_close(out[1], ostats.norm.logsf(x), 1e-13)
+    assert_close(out[2], ostats.norm.ppf(q, 1.0, 2.0), 1e-13)
 
 
 def test_out_of_support():
     # -inf log densities and zero densities outside the support, as SciPy.
-    assert np.all(np.asarray(stats.expon.logpdf(jnp.array([-0.5, -1e-6]))) == -np.inf)
-    assert np.all(np.asarray(stats.gamma.logpdf(jnp.array([-1.0]), 2.0)) == -np.inf)
-    assert np.all(np.asarray(stats.beta.pdf(jnp.array([-0.1, 1.1]), 2.0, 3.0)) == 0.0)
-    assert np.all(np.asarray(stats.uniform.logpdf(jnp.array([-0.1, 1.1]))) == -np.inf)
-    out = stats.poisson.logpmf(jnp.array([-1.0, 1.5, 0.0]), 2.0)
-    assert_close(out, [-np.inf, -np.inf, -2.0], 1e-6)
-    out = stats.binom.pmf(jnp.array([-1.0, 4.0, 0.5, 3.0]), 3.0, 0.5)
-    assert_close(out, [0.0, 0.0, 0.0, 0.125], 1e-6)
-    assert_close(stats.bernoulli.logpmf(jnp.array([0.0, 1.0, 2.0]), 0.0), [0.0, -np.inf, -np.inf],
-                 0)
+    # (Parameters are arguments: IREE would fold gammaln of constants at compile time, slowly.)
+    @pyree.jit
+    def outside(one, two, three, half):
+        return dict(
+            expon=stats.expon.logpdf(jnp.array([-0.5, -1e-6]) * one),
+            gamma=stats.gamma.logpdf(-one, two),
+            gamma0=stats.gamma.logpdf(0.0 * one, jnp.array([0.5, 1.0, 2.0]) * one),
+            beta=stats.beta.pdf(jnp.array([-0.1, 1.1]) * one, two, three),
+            uniform=stats.uniform.logpdf(jnp.array([-0.1, 1.1]) * one),
+            poisson=stats.poisson.logpmf(jnp.array([-1.0, 1.5, 0.0]) * one, two),
+            binom=stats.binom.pmf(jnp.array([-1.0, 4.0, 0.5, 3.0]) * one, three, half),
+            bernoulli=stats.bernoulli.logpmf(jnp.array([0.0, 1.0, 2.0]) * one, 0.0 * one))
+
+    out = outside(1.0, 2.0, 3.0, 0.5)
+    assert np.all(np.asarray(out["expon"]) == -np.inf)
+    assert np.asarray(out["gamma"]) == -np.inf
     # (atol: pyree's float32 lax.lgamma(1.0) is 4.8e-7, not 0.)
-    assert_close(stats.gamma.logpdf(0.0, jnp.array([0.5, 1.0, 2.0])),
-                 ostats.gamma.logpdf(0.0, [0.5, 1.0, 2.0]), 1e-6, 1e-6)
+    assert_close(out["gamma0"], ostats.gamma.logpdf(0.0, [0.5, 1.0, 2.0]), 1e-6, 1e-6)
+    assert np.all(np.asarray(out["beta"]) == 0.0)
+    assert np.all(np.asarray(out["uniform"]) == -np.inf)
+    assert_close(out["poisson"], [-np.inf, -np.inf, -2.0], 1e-6)
+    assert_close(out["binom"], [0.0, 0.0, 0.0, 0.125], 1e-6)
+    assert_close(out["bernoulli"], [0.0, -np.inf, -np.inf], 0)
 
 
 def _grad_closed_forms():
@@ -192,18 +200,25 @@ def test_multivariate_normal_values():
     cov = _spd(rng, 4).astype(np.float32)
     mean = rng.normal(size=4).astype(np.float32)
     x = rng.normal(size=(5, 4)).astype(np.float32)
-    mvn = stats.multivariate_normal
-    ref = ostats.multivariate_normal.logpdf(x, mean, cov)
-    assert_close(mvn.logpdf(x, mean, cov), ref, 2e-5)
-    assert_close(mvn.pdf(x, mean, cov), np.exp(ref), 5e-5)
-    assert_close(mvn.logpdf(x[0], mean, cov), ref[0], 2e-5)
-    # Scalar mean: the univariate normal with variance cov; scalar and diagonal covariances.
-    assert_close(mvn.logpdf(x[:, 0], 0.5, 2.0), ostats.norm.logpdf(x[:, 0], 0.5, np.sqrt(2.0)),
-                 2e-6)
-    assert_close(mvn.logpdf(x, mean, 2.5), ostats.multivariate_normal.logpdf(x, mean, 2.5), 2e-6)
     diag = np.array([0.5, 1.0, 2.0, 4.0], np.float32)
-    assert_close(mvn.logpdf(x, mean, diag), ostats.multivariate_normal.logpdf(x, mean, diag),
-                 2e-6)
+    mvn = stats.multivariate_normal
+
+    @pyree.jit
+    def densities(x, mean, cov, diag):
+        return dict(full=mvn.logpdf(x, mean, cov), pdf=mvn.pdf(x, mean, cov),
+                    one=mvn.logpdf(x[0], mean, cov),
+                    # Scalar mean: the univariate normal with variance cov.
+                    univariate=mvn.logpdf(x[:, 0], 0.5, 2.0),
+                    isotropic=mvn.logpdf(x, mean, 2.5), diagonal=mvn.logpdf(x, mean, diag))
+
+    out = densities(x, mean, cov, diag)
+    ref = ostats.multivariate_normal.logpdf(x, mean, cov)
+    assert_close(out["full"], ref, 2e-5)
+    assert_close(out["pdf"], np.exp(ref), 5e-5)
+    assert_close(out["one"], ref[0], 2e-5)
+    assert_close(out["univariate"], ostats.norm.logpdf(x[:, 0], 0.5, np.sqrt(2.0)), 2e-6)
+    assert_close(out["isotropic"], ostats.multivariate_normal.logpdf(x, mean, 2.5), 2e-6)
+    assert_close(out["diagonal"], ostats.multivariate_normal.logpdf(x, mean, diag), 2e-6)
     with pytest.raises(ValueError):
         mvn.logpdf(x, mean, np.eye(3, dtype=np.float32))
     with pytest.raises(NotImplementedError):
@@ -227,15 +242,16 @@ def test_multivariate_normal_batches_jit_vmap():
     assert_close(out, ref, 2e-5)
 
 
-def test_multivariate_normal_gradients(x64):
+def test_multivariate_normal_gradients():
     rng = np.random.RandomState(5)
     cov, mean, x = _spd(rng, 3), rng.normal(size=3), rng.normal(size=3)
-    g_mean, g_cov = pyree.grad(lambda m, c: stats.multivariate_normal.logpdf(x, m, c),
-                               argnums=(0, 1))(mean, cov)
-    inv = np.linalg.inv(cov)
-    d = x - mean
-    assert_close(g_mean, inv @ d, 1e-10)
-    assert_close(g_cov, 0.5 * (inv @ np.outer(d, d) @ inv - inv), 1e-10, 1e-12)
+    cov, mean, x = (v.astype(np.float32) for v in (cov, mean, x))
+    g_mean, g_cov = pyree.jit(pyree.grad(
+        lambda m, c: stats.multivariate_normal.logpdf(x, m, c), argnums=(0, 1)))(mean, cov)
+    inv = np.linalg.inv(cov.astype(np.float64))
+    d = (x - mean).astype(np.float64)
+    assert_close(g_mean, inv @ d, 1e-5, 1e-7)
+    assert_close(g_cov, 0.5 * (inv @ np.outer(d, d) @ inv - inv), 1e-5, 1e-7)
 
 
 def test_dirichlet():
@@ -245,21 +261,29 @@ def test_dirichlet():
     x64 = x.astype(np.float64)
     # SciPy wants the simplex to 1e-9: renormalize the float32-rounded points for it.
     ref = ostats.dirichlet.logpdf(x64 / x64.sum(0), alpha.astype(np.float64))
-    assert_close(stats.dirichlet.logpdf(x, alpha), ref, 2e-5)
-    assert_close(stats.dirichlet.pdf(x, alpha), np.exp(ref), 5e-5)
-    # The last component may be left out; points off the simplex get -inf.
-    assert_close(stats.dirichlet.logpdf(x[:2], alpha), ref, 2e-5)
     off = np.array([[0.5, -0.1], [0.4, 0.6], [0.2, 0.5]], np.float32)
-    assert np.all(np.asarray(stats.dirichlet.logpdf(off, alpha)) == -np.inf)
+
+    @pyree.jit
+    def densities(x, alpha, off):
+        return dict(full=stats.dirichlet.logpdf(x, alpha), pdf=stats.dirichlet.pdf(x, alpha),
+                    # The last component may be left out; points off the simplex get -inf.
+                    short=stats.dirichlet.logpdf(x[:2], alpha),
+                    off=stats.dirichlet.logpdf(off, alpha),
+                    # d/d alpha_i = log x_i - digamma(alpha_i) + digamma(sum alpha).
+                    grad=pyree.grad(lambda a: stats.dirichlet.logpdf(x[:, 0], a))(alpha))
+
+    out = densities(x, alpha, off)
+    assert_close(out["full"], ref, 2e-5)
+    assert_close(out["pdf"], np.exp(ref), 5e-5)
+    assert_close(out["short"], ref, 2e-5)
+    assert np.all(np.asarray(out["off"]) == -np.inf)
+    a64 = alpha.astype(np.float64)
+    expected = np.log(x64[:, 0]) - osp.digamma(a64) + osp.digamma(a64.sum())
+    assert_close(out["grad"], expected, 5e-5, 1e-5)
     with pytest.raises(ValueError):
         stats.dirichlet.logpdf(x, alpha[None])
     with pytest.raises(ValueError):
         stats.dirichlet.logpdf(x[:1], alpha)
-    # d/d alpha_i = log x_i - digamma(alpha_i) + digamma(sum alpha).
-    g = pyree.grad(lambda a: stats.dirichlet.logpdf(x[:, 0], a))(alpha)
-    expected = (np.log(x[:, 0].astype(np.float64)) - osp.digamma(alpha.astype(np.float64))
-                + osp.digamma(alpha.astype(np.float64).sum()))
-    assert_close(g, expected, 5e-5, 1e-5)
 
 
 def test_module_access_and_promotion():
@@ -269,20 +293,27 @@ def test_module_access_and_promotion():
     for name in stats.__all__:
         module = getattr(stats, name)
         assert all(callable(getattr(module, f)) for f in module.__all__), name
+
     # Python scalars and integers promote as in JAX: float32 by default.
-    assert norm.logpdf(1.0).dtype == np.float32
-    assert stats.poisson.logpmf(jnp.array([0, 1, 2]), 2).dtype == np.float32
-    assert_close(norm.logpdf(1.0, 0, 2), ostats.norm.logpdf(1.0, 0, 2), 1e-6)
-    assert_close(stats.binom.pmf(jnp.array([0, 1, 2]), 2, 0.5), [0.25, 0.5, 0.25], 1e-6)
+    @pyree.jit
+    def promoted(one, ints):
+        return dict(norm=norm.logpdf(one, 0, 2), poisson=stats.poisson.logpmf(ints, 2),
+                    binom=stats.binom.pmf(ints, 2, 0.5))
+
+    out = promoted(1.0, jnp.array([0, 1, 2]))
+    assert all(v.dtype == np.float32 for v in out.values())
+    assert_close(out["norm"], ostats.norm.logpdf(1.0, 0, 2), 1e-6)
+    assert_close(out["poisson"], ostats.poisson.logpmf([0, 1, 2], 2), 2e-6)
+    assert_close(out["binom"], [0.25, 0.5, 0.25], 1e-6)
 
 
 def test_eager_and_vmap():
     df = np.array([1.0, 2.5, 10.0, 200.0], np.float32)
     x = np.array([-3.0, 0.5, 2.0], np.float32)
-    out = pyree.vmap(lambda d: stats.t.cdf(x, d))(df)
+    out = pyree.jit(pyree.vmap(lambda d: stats.t.cdf(x, d)))(df)
     ref = ostats.t.cdf(x[None, :].astype(np.float64), df[:, None].astype(np.float64))
     assert_close(out, ref, 3e-5, 1e-7)
-    out = pyree.vmap(stats.beta.logpdf, in_axes=(0, None, None))(
+    out = pyree.jit(pyree.vmap(stats.beta.logpdf, in_axes=(0, None, None)))(
         np.array([[0.2, 0.5], [0.9, 1.5]], np.float32), np.float32(2.0), np.float32(3.0))
     assert_close(out, ostats.beta.logpdf([[0.2, 0.5], [0.9, 1.5]], 2.0, 3.0), 2e-6)
     # Eagerly, without jit.

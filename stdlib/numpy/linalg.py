@@ -1,17 +1,20 @@
-"""``pyree.numpy.linalg``: inv, solve, det, slogdet, cholesky, norm, matrix_power, multi_dot
-and NumPy 2's aliases. The factorizations (LU with partial pivoting, Cholesky) are composed
-from primitives, batched over leading dimensions, and carry custom derivative rules so that
-gradients never differentiate through pivoting::
+"""``pyree.numpy.linalg``: inv, solve, det, slogdet, cholesky, qr, eigh, eigvalsh, svd, pinv,
+lstsq, matrix_rank, cond, norm, matrix_power, multi_dot and NumPy 2's aliases. The
+factorizations (LU with partial pivoting, Cholesky, Householder QR, parallel cyclic Jacobi for
+eigh and svd) are composed from primitives, batched over leading dimensions, and carry custom
+derivative rules so that gradients never differentiate through pivoting or iterations::
 
     x = jnp.linalg.solve(a, b)
     pyree.grad(lambda a: jnp.linalg.slogdet(a).logabsdet)(a)     # = inv(a).T
+    w, v = jnp.linalg.eigh(a @ a.T)                                # ascending eigenvalues
 """
 from __future__ import annotations
 
 __all__ = [
-    "SlogdetResult", "cholesky", "cross", "det", "diagonal", "inv", "matmul", "matrix_norm",
-    "matrix_power", "matrix_transpose", "multi_dot", "norm", "outer", "slogdet", "solve",
-    "tensordot", "trace", "vecdot", "vector_norm",
+    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross", "det",
+    "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm", "matrix_power",
+    "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet",
+    "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
 ]
 
 import operator
@@ -158,7 +161,7 @@ def _forward_sub(t: Any, b: Any, unit_diagonal: bool) -> Any:
     return _loop(n, step, b)
 
 
-def _back_sub(t: Any, b: Any) -> Any:
+def _back_sub(t: Any, b: Any, unit_diagonal: bool = False) -> Any:
     """Solve ``t @ x = b`` for upper-triangular ``t`` (..., n, n), ``b`` (..., n, m)."""
     n = t.shape[-1]
     idx = _index(n)
@@ -167,7 +170,9 @@ def _back_sub(t: Any, b: Any) -> Any:
     def step(i, b):
         k = n - 1 - i
         tcol = _column(t, k)
-        xk = _row(b, k) / _entry(tcol, k)[..., None]
+        xk = _row(b, k)
+        if not unit_diagonal:
+            xk = xk / _entry(tcol, k)[..., None]
         rest = jnp.where(idx < k, tcol, 0)
         return jnp.where(rows == k, xk[..., None, :], b - rest[..., :, None] * xk[..., None, :])
 
@@ -224,6 +229,13 @@ def _identity_like(a: Any) -> Any:
     on = lax.broadcasted_iota(_INT, (n, n), 0) == lax.broadcasted_iota(_INT, (n, n), 1)
     eye = jnp.where(on, jnp.ones((), a.dtype), jnp.zeros((), a.dtype))
     return lax.broadcast_in_dim(eye, a.shape, (a.ndim - 2, a.ndim - 1))
+
+
+def _eye(batch: tuple, n: int, dtype: Any) -> Any:
+    """Identity matrices of shape batch + (n, n) (a select: see ``_identity_like``)."""
+    on = lax.broadcasted_iota(_INT, (n, n), 0) == lax.broadcasted_iota(_INT, (n, n), 1)
+    eye = jnp.where(on, jnp.ones((), dtype), jnp.zeros((), dtype))
+    return lax.broadcast_in_dim(eye, tuple(batch) + (n, n), (len(batch), len(batch) + 1))
 
 
 def _swap(x: Any) -> Any:
@@ -475,6 +487,750 @@ def cholesky(a: Any, *, upper: bool = False) -> Any:
     return _swap(low) if upper else low
 
 
+# -- triangular matrices ---------------------------------------------------------------------------
+
+def _triangle(n: int, lower: bool, strict: bool = False) -> Any:
+    """(n, n) mask of the lower (or upper) triangle, with the diagonal unless ``strict``."""
+    rows = lax.broadcasted_iota(_INT, (n, n), 0)
+    cols = lax.broadcasted_iota(_INT, (n, n), 1)
+    if lower:
+        return rows > cols if strict else rows >= cols
+    return rows < cols if strict else rows <= cols
+
+
+def _triangular_part(t: Any, lower: bool, unit_diagonal: bool) -> Any:
+    """The triangle of ``t`` a triangular solve reads (the rest zero, the diagonal one when
+    ``unit_diagonal``), so that derivatives flow to exactly those entries."""
+    n = t.shape[-1]
+    zero = jnp.zeros((), t.dtype)
+    if unit_diagonal:
+        on = _triangle(n, True) & _triangle(n, False)
+        return jnp.where(_triangle(n, lower, strict=True), t,
+                         jnp.where(on, jnp.ones((), t.dtype), zero))
+    return jnp.where(_triangle(n, lower), t, zero)
+
+
+def _substitute(t: Any, b: Any, lower: bool) -> Any:
+    return _forward_sub(t, b, unit_diagonal=False) if lower else _back_sub(t, b)
+
+
+_solve_triangular = custom_jvp(_substitute, nondiff_argnums=(2,))
+
+
+@_solve_triangular.defjvp
+def _solve_triangular_jvp(lower, primals, tangents):
+    # dx = t^-1 (db - dt x); t^-1 is computed from the primal, so only products act on the
+    # tangents (reverse mode transposes no loop).
+    (t, b), (dt, db) = primals, tangents
+    x = _solve_triangular(t, b, lower)
+    t_inv = _substitute(t, _identity_like(t), lower)
+    return x, jnp.matmul(t_inv, db - jnp.matmul(dt, x))
+
+
+def _solve_triangular_entry(t: Any, b: Any, lower: bool, transpose: bool,
+                            unit_diagonal: bool) -> Any:
+    t = _triangular_part(t, lower, unit_diagonal)
+    if transpose:   # t^T is triangular the other way
+        t, lower = _swap(t), not lower
+    return _solve_triangular(t, b, lower)
+
+
+_solve_triangular_jit = jit(_solve_triangular_entry, static_argnums=(2, 3, 4))
+
+
+def _triangular_solve(a: Any, b: Any, lower: bool, transpose: bool = False,
+                      unit_diagonal: bool = False) -> Any:
+    """Solve ``a x = b`` (``a.T x = b`` when ``transpose``) for triangular ``a`` (..., n, n) and
+    ``b`` (..., n, k), with leading dimensions broadcast (shared with ``pyree.scipy.linalg``)."""
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
+    a = broadcast_to_shape(a, batch + a_shape[-2:])
+    b = broadcast_to_shape(b, batch + b_shape[-2:])
+    return _solve_triangular_jit(a, b, bool(lower), bool(transpose), bool(unit_diagonal))
+
+
+# -- Householder QR --------------------------------------------------------------------------------
+
+def _householder(a: Any) -> tuple[Any, Any]:
+    """``a`` (..., m, n) = Q R with Q (..., m, m) orthogonal, as a product of Householder
+    reflections, and R (..., m, n) upper triangular. Step j reflects column j's entries from
+    row j down onto row j; R's diagonal has LAPACK's signs (``-sign(a_jj) * norm``), and a
+    column with nothing below the diagonal is left alone, so ``jnp.linalg.qr`` agrees with
+    NumPy's, signs included. Q accumulates the reflections from the right (m x m: fine for the
+    small matrices this serves)."""
+    m, n = a.shape[-2:]
+    rows = _index(m)
+    zero = jnp.zeros((), a.dtype)
+    q = _eye(a.shape[:-2], m, a.dtype)
+
+    def step(j, carry):
+        r, q = carry
+        x = jnp.where(rows >= j, _column(r, j), zero)
+        # Scaled by its largest entry: squares of tiny or huge columns stay representable.
+        scale = jnp.max(jnp.abs(x), axis=-1)
+        x = x / jnp.where(scale == 0, jnp.ones((), a.dtype), scale)[..., None]
+        alpha = _entry(x, j)
+        below = jnp.where(rows > j, x, zero)
+        below2 = jnp.sum(below * below, axis=-1)
+        norm = jnp.sqrt(alpha * alpha + below2)
+        head = jnp.where(alpha >= 0, alpha + norm, alpha - norm)   # alpha - beta, no cancelling
+        v = jnp.where(rows == j, head[..., None], below)
+        skip = below2 == 0
+        vv = jnp.where(skip, jnp.ones((), a.dtype), head * head + below2)
+        # H = I - v v^T with v scaled to norm sqrt(2); v = 0 (H = I) when skipped.
+        v = v * jnp.where(skip, zero, jnp.sqrt(2 / vv))[..., None]
+        r = r - v[..., :, None] * jnp.matmul(v[..., None, :], r)
+        q = q - jnp.matmul(q, v[..., :, None]) * v[..., None, :]
+        return r, q
+
+    r, q = _loop(min(m - 1, n), step, (a, q))
+    upper = lax.broadcasted_iota(_INT, (m, n), 0) <= lax.broadcasted_iota(_INT, (m, n), 1)
+    return q, jnp.where(upper, r, zero)
+
+
+def _qr_body(a: Any, complete: bool) -> tuple[Any, Any]:
+    q, r = _householder(a)
+    m, n = a.shape[-2:]
+    if complete or m <= n:
+        return q, r
+    return q[..., :, :n], r[..., :n, :]
+
+
+_qr = custom_jvp(_qr_body, nondiff_argnums=(1,))
+
+
+@_qr.defjvp
+def _qr_jvp(complete, primals, tangents):
+    # For m >= n and full rank: with X = Q^T dA R^-1 and Ω its skew part built from the strict
+    # lower triangle, dQ = Q (Ω - X) + dA R^-1 and dR = (X - Ω) R.
+    (a,), (da,) = primals, tangents
+    q, r = _qr(a, complete)
+    m, n = a.shape[-2:]
+    if m < n or (complete and m != n):
+        raise NotImplementedError(f"the derivative of the QR decomposition is implemented for "
+                                  f"m >= n with reduced factors only (as in JAX); got a {m}x{n} "
+                                  f"matrix{' with complete factors' if complete else ''}"
+                                  f"{where(None)}")
+    r_inv = _back_sub(r, _identity_like(r))
+    da_rinv = jnp.matmul(da, r_inv)
+    x = jnp.matmul(_swap(q), da_rinv)
+    low = jnp.where(_triangle(n, True, strict=True), x, jnp.zeros((), x.dtype))
+    omega = low - _swap(low)
+    dq = jnp.matmul(q, omega - x) + da_rinv
+    dr = jnp.matmul(x - omega, r)
+    return (q, r), (dq, dr)
+
+
+def _qr_entry(a: Any, complete: bool) -> tuple[Any, Any]:
+    return _qr(a, complete)
+
+
+_qr_jit = jit(_qr_entry, static_argnums=(1,))
+
+
+class QRResult(NamedTuple):
+    """``(Q, R)`` of a QR decomposition."""
+    Q: Any
+    R: Any
+
+
+def _matrices(name: str, a: Any) -> Any:
+    """``a`` as an inexact array of shape (..., m, n), or a clear error."""
+    check_arraylike(f"jnp.linalg.{name}", a)
+    (a,) = promote_dtypes_inexact(jnp.asarray(a))
+    if get_aval(a).ndim < 2:
+        raise ValueError(f"jnp.linalg.{name}: argument must be a matrix or a stack of them, of "
+                         f"shape (..., m, n); got shape {get_aval(a).shape}{where(None)}")
+    _no_complex(name, a)
+    return a
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """QR decomposition ``a = Q @ R`` of a matrix (..., m, n) by Householder reflections:
+    ``mode='reduced'`` gives Q (..., m, k), R (..., k, n) with k = min(m, n); ``'complete'``
+    gives Q (..., m, m), R (..., m, n); ``'r'`` gives R alone (reduced). R's diagonal has
+    LAPACK's signs, so the factors equal NumPy's. Differentiable for m >= n (reduced factors),
+    as in JAX.
+
+    Example::
+
+        q, r = jnp.linalg.qr(jnp.array([[3.0, 1.0], [4.0, 2.0]]))
+        # q @ r == a, q orthogonal, r = [[-5., -2.2], [0., 0.4]]
+    """
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"jnp.linalg.qr: unsupported mode {mode!r} (use 'reduced', 'complete' "
+                         f"or 'r'){where(None)}")
+    a = _matrices("qr", a)
+    q, r = _qr_jit(a, mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
+
+
+# -- symmetric eigenproblem and singular values: parallel cyclic Jacobi ----------------------------
+#
+# Each round rotates n/2 disjoint pairs of rows and columns at once, as one matrix J (a product
+# of commuting plane rotations), so a round is a few n x n matrix products; the pairs follow a
+# round-robin tournament, so n - 1 rounds (n + 1 - 1 for odd n) rotate every pair once (a
+# sweep). A while loop runs rounds until the off-diagonal part is negligible: Jacobi converges
+# quadratically, in about 3 to 7 sweeps for the sizes measured (3 to 32), float32 or float64.
+
+_MAX_SWEEPS = 20
+
+
+def _round_robin(n: int) -> np.ndarray:
+    """The pairings of a round-robin tournament of n players: (rounds, n) int32, row r giving
+    each player's partner in round r (itself when it sits the round out: odd n)."""
+    players = n + n % 2
+    rounds = max(players - 1, 1)
+    table = np.tile(np.arange(players), (rounds, 1))
+    for r in range(players - 1):
+        # The circle method: player players-1 stays put, the others rotate around it.
+        pairs = [(r, players - 1)] + [((r + i) % (players - 1), (r - i) % (players - 1))
+                                      for i in range(1, players // 2)]
+        for p, q in pairs:
+            table[r, p], table[r, q] = q, p
+    table = table[:, :n]
+    return np.where(table >= n, np.arange(n), table).astype(np.int32)
+
+
+def _jacobi_rotation(g: Any, partner: Any) -> tuple[Any, Any]:
+    """The rotation J (..., n, n) for which ``J^T g J`` zeroes ``g[i, partner[i]]`` for every
+    pair of symmetric ``g`` (..., n, n), and the (n, n) mask of those entries."""
+    n = g.shape[-1]
+    idx = _index(n)
+    rows = lax.broadcasted_iota(_INT, (n, n), 0)
+    cols = lax.broadcasted_iota(_INT, (n, n), 1)
+    pair = cols == partner[:, None]
+    zero, one = jnp.zeros((), g.dtype), jnp.ones((), g.dtype)
+    d = _diagonal(g)
+    off = jnp.sum(jnp.where(pair, g, zero), axis=-1)                  # g[i, partner[i]]
+    d_partner = jnp.sum(jnp.where(pair, d[..., None, :], zero), axis=-1)
+    first = idx < partner                                             # i is p of pair (p, q)
+    skip = (off == 0) | (idx == partner)
+    # theta = (g_qq - g_pp) / (2 g_pq), the same for both members of a pair; t = tan of the
+    # smaller angle (a huge theta overflows theta^2 to inf, and gives t = 0 as it should).
+    theta = jnp.where(first, d_partner - d, d - d_partner) / (2 * jnp.where(skip, one, off))
+    t = jnp.where(theta >= 0, one, -one) / (jnp.abs(theta) + jnp.sqrt(1 + theta * theta))
+    t = jnp.where(skip, zero, t)
+    c = 1 / jnp.sqrt(1 + t * t)
+    s = jnp.where(first, t * c, -t * c)
+    rot = jnp.where(rows == cols, c[..., :, None], jnp.where(pair, s[..., :, None], zero))
+    return rot, pair & (rows != cols)
+
+
+def _off_diagonal_norm(g: Any) -> Any:
+    n = g.shape[-1]
+    on = lax.broadcasted_iota(_INT, (n, n), 0) == lax.broadcasted_iota(_INT, (n, n), 1)
+    return jnp.sqrt(jnp.sum(jnp.where(on, jnp.zeros((), g.dtype), g * g), axis=(-2, -1)))
+
+
+def _jacobi_loop(n: int, converged: Callable, rotate: Callable, carry: Any) -> Any:
+    """Run ``rotate(partner, carry)`` round after round until ``converged(carry)`` holds for
+    every matrix of the batch (or _MAX_SWEEPS sweeps have run)."""
+    table = _round_robin(n)
+    rounds = table.shape[0]
+
+    def cond(state):
+        k, inner = state
+        return (k < _MAX_SWEEPS * rounds) & ~jnp.all(converged(inner))
+
+    def body(state):
+        k, inner = state
+        partner = _row(jnp.asarray(table), lax.rem(k, np.int32(rounds)))
+        return k + 1, rotate(partner, inner)
+
+    return lax.while_loop(cond, body, (lax.full((), 0, _INT), carry))[1]
+
+
+def _sort_columns(keys: Any, *mats: Any, descending: bool = False) -> tuple:
+    """``keys`` (..., n) sorted, and each matrix's columns (..., m, n) (or each vector's entries,
+    (..., n)) in the same order. Each matrix is sorted row by row with the keys alongside (a
+    stable sort moves every row alike): a gather of the columns here made IREE 3.13 fail to
+    compile float64 programs ("failed to legalize unresolved source materialization from
+    tensor<1x3xi32> to tensor<1x3xi64>")."""
+    keys = -keys if descending else keys
+    out = [lax.sort(keys, dimension=-1)]
+    for x in mats:   # (a matrix, or a vector like the keys)
+        row_keys = keys if x.ndim == keys.ndim else lax.broadcast_in_dim(
+            keys, x.shape, tuple(range(keys.ndim - 1)) + (x.ndim - 1,))
+        out.append(lax.sort((row_keys, x), dimension=-1, num_keys=1)[1])
+    if descending:
+        out[0] = -out[0]
+    return tuple(out)
+
+
+def _eigh_body(a: Any) -> tuple[Any, Any]:
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric ``a`` (..., n, n)."""
+    n = a.shape[-1]
+    eps = np.finfo(a.dtype).eps
+    tol = eps * jnp.sqrt(jnp.sum(a * a, axis=(-2, -1)))
+
+    def rotate(partner, carry):
+        a, v = carry
+        rot, pair = _jacobi_rotation(a, partner)
+        a = jnp.matmul(_swap(rot), jnp.matmul(a, rot))
+        # The rotated entries are zero in exact arithmetic: make them so, and keep a symmetric.
+        a = jnp.where(pair, jnp.zeros((), a.dtype), a)
+        return (a + _swap(a)) * 0.5, jnp.matmul(v, rot)
+
+    a, v = _jacobi_loop(n, lambda c: ~(_off_diagonal_norm(c[0]) > tol), rotate,
+                        (a, _identity_like(a)))
+    return _sort_columns(_diagonal(a), v)
+
+
+_eigh = custom_jvp(_eigh_body)
+
+
+def _eigh_tangents(w: Any, v: Any, da: Any) -> tuple[Any, Any]:
+    """dw = diag(V^T dA V); dV = V (F ∘ V^T dA V) with F_ij = 1 / (w_j - w_i) off the diagonal
+    (infinite for repeated eigenvalues, whose eigenvectors are not determined)."""
+    inner = jnp.matmul(_swap(v), jnp.matmul(da, v))
+    n = w.shape[-1]
+    on = lax.broadcasted_iota(_INT, (n, n), 0) == lax.broadcasted_iota(_INT, (n, n), 1)
+    gaps = w[..., None, :] - w[..., :, None]
+    one, zero = jnp.ones((), w.dtype), jnp.zeros((), w.dtype)
+    f = jnp.where(on, zero, 1 / jnp.where(on, one, gaps))
+    return _diagonal(inner), jnp.matmul(v, f * inner)
+
+
+@_eigh.defjvp
+def _eigh_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    w, v = _eigh(a)
+    return (w, v), _eigh_tangents(w, v, da)
+
+
+def _eigvalsh_body(a: Any) -> Any:
+    return _eigh_body(a)[0]
+
+
+# A function of its own: its rule never forms F, infinite where eigenvalues repeat.
+_eigvalsh = custom_jvp(_eigvalsh_body)
+
+
+@_eigvalsh.defjvp
+def _eigvalsh_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    w, v = _eigh(a)
+    return w, _diagonal(jnp.matmul(_swap(v), jnp.matmul(da, v)))
+
+
+def _symmetric_input(a: Any, lower: bool, symmetrize: bool) -> Any:
+    """The symmetric matrix eigh works on: ``(a + a.T) / 2``, or one triangle of ``a``
+    mirrored."""
+    if symmetrize:
+        return (a + _swap(a)) * 0.5
+    n = a.shape[-1]
+    tri = jnp.where(_triangle(n, lower), a, jnp.zeros((), a.dtype))
+    return tri + _swap(jnp.where(_triangle(n, lower, strict=True), a, jnp.zeros((), a.dtype)))
+
+
+def _eigh_entry(a: Any, lower: bool, symmetrize: bool) -> Any:
+    return _eigh(_symmetric_input(a, lower, symmetrize))
+
+
+def _eigvalsh_entry(a: Any, lower: bool, symmetrize: bool) -> Any:
+    return _eigvalsh(_symmetric_input(a, lower, symmetrize))
+
+
+_eigh_jit = jit(_eigh_entry, static_argnums=(1, 2))
+_eigvalsh_jit = jit(_eigvalsh_entry, static_argnums=(1, 2))
+
+
+class EighResult(NamedTuple):
+    """``(eigenvalues, eigenvectors)``: ascending eigenvalues and eigenvectors as columns."""
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+def _uplo(name: str, UPLO: Optional[str]) -> bool:
+    if UPLO is None or UPLO == "L":
+        return True
+    if UPLO == "U":
+        return False
+    raise ValueError(f"jnp.linalg.{name}: UPLO must be 'L' or 'U', got {UPLO!r}{where(None)}")
+
+
+def eigh(a: Any, UPLO: Optional[str] = None, symmetrize_input: bool = True) -> EighResult:
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix or
+    a stack of them, by parallel cyclic Jacobi rotations: ``a = V @ diag(w) @ V.T``. As in JAX
+    the input is symmetrized (``(a + a.T) / 2``); with ``symmetrize_input=False`` only the
+    triangle ``UPLO`` ('L', the default, or 'U') is read. Differentiable (eigenvectors for
+    distinct eigenvalues); eigenvectors' signs are arbitrary, as in LAPACK.
+
+    Example::
+
+        w, v = jnp.linalg.eigh(jnp.array([[2.0, 1.0], [1.0, 2.0]]))   # w = [1., 3.]
+    """
+    lower = _uplo("eigh", UPLO)
+    w, v = _eigh_jit(_square_matrices("eigh", a), lower, bool(symmetrize_input))
+    return EighResult(w, v)
+
+
+def eigvalsh(a: Any, UPLO: Optional[str] = "L", *, symmetrize_input: bool = True) -> Any:
+    """The eigenvalues (ascending) of a symmetric matrix or a stack of them, as ``eigh``'s.
+    Their derivative ``diag(V^T dA V)`` stays finite where eigenvalues repeat.
+
+    Example::
+
+        jnp.linalg.eigvalsh(jnp.array([[2.0, 1.0], [1.0, 2.0]]))   # [1., 3.]
+    """
+    lower = _uplo("eigvalsh", UPLO)
+    return _eigvalsh_jit(_square_matrices("eigvalsh", a), lower, bool(symmetrize_input))
+
+
+# -- SVD: one-sided Jacobi -------------------------------------------------------------------------
+
+def _jacobi_columns(a: Any) -> tuple[Any, Any]:
+    """(b, v): ``b = a @ v`` (..., m, n) with mutually orthogonal columns and v orthogonal, by
+    one-sided Jacobi: the rotations that diagonalize ``a^T a``, applied to ``a``'s columns
+    (the Gram matrix is recomputed from the columns each round, so a's condition number is
+    never squared). Converged when the columns' cosines are at rounding level."""
+    n = a.shape[-1]
+    tol = n * np.finfo(a.dtype).eps
+    one = jnp.ones((), a.dtype)
+
+    def gram(b):
+        return jnp.matmul(_swap(b), b)
+
+    def converged(carry):
+        g = carry[2]
+        d = jnp.sqrt(_diagonal(g))
+        d = jnp.where(d == 0, one, d)
+        # (Written as "not above" so that NaNs count as converged and end the loop.)
+        return ~(_off_diagonal_norm(g / (d[..., :, None] * d[..., None, :])) > tol)
+
+    def rotate(partner, carry):
+        b, v, g = carry
+        rot, _ = _jacobi_rotation(g, partner)
+        b = jnp.matmul(b, rot)
+        return b, jnp.matmul(v, rot), gram(b)
+
+    b, v, _ = _jacobi_loop(n, converged, rotate, (a, _eye(a.shape[:-2], n, a.dtype), gram(a)))
+    return b, v
+
+
+def _svd_body(a: Any, full: bool) -> tuple[Any, Any, Any]:
+    """(u, s, vt) with s descending; u is (..., m, m) when ``full``, else (..., m, k)."""
+    m, n = a.shape[-2:]
+    if m < n:   # a^T = u s vt  =>  a = vt^T s u^T
+        u, s, vt = _svd_body(_swap(a), full)
+        return _swap(vt), s, _swap(u)
+    b, v = _jacobi_columns(a)
+    s, b, v = _sort_columns(jnp.sqrt(jnp.sum(b * b, axis=-2)), b, v, descending=True)
+    # U from a QR of b (orthogonal columns, so R is diagonal up to rounding): its columns are
+    # b's normalized, also where a singular value is zero, and Q completes them for full U.
+    q, r = _householder(b)
+    signs = jnp.where(_diagonal(r[..., :n, :]) < 0, -jnp.ones((), a.dtype), jnp.ones((), a.dtype))
+    if full:
+        signs = jnp.concatenate([signs, jnp.ones(signs.shape[:-1] + (m - n,), a.dtype)], -1)
+    else:
+        q = q[..., :, :n]
+    return q * signs[..., None, :], s, _swap(v)
+
+
+def _svd_tangents(u: Any, s: Any, vt: Any, da: Any) -> tuple[Any, Any, Any]:
+    """The derivative of the thin SVD: with P = U^T dA V, ds = diag(P), and, with
+    F_ij = 1 / (s_j^2 - s_i^2) off the diagonal, dU = U (F ∘ (P S + S P^T)) (+ the part of
+    dA V S^-1 outside U's span when m > n) and dV likewise."""
+    v = _swap(vt)
+    p = jnp.matmul(_swap(u), jnp.matmul(da, v))
+    k = s.shape[-1]
+    on = lax.broadcasted_iota(_INT, (k, k), 0) == lax.broadcasted_iota(_INT, (k, k), 1)
+    one, zero = jnp.ones((), s.dtype), jnp.zeros((), s.dtype)
+    row, col = s[..., :, None], s[..., None, :]
+    f = jnp.where(on, zero, 1 / jnp.where(on, one, (col + row) * (col - row)))
+    ps = p * col
+    sp = row * p
+    du = jnp.matmul(u, f * (ps + _swap(ps)))
+    dv = jnp.matmul(v, f * (sp + _swap(sp)))
+    s_inv = jnp.where(s == 0, zero, 1 / jnp.where(s == 0, one, s))[..., None, :]
+    m, n = da.shape[-2:]
+    if m > n:
+        dav = jnp.matmul(da, v)
+        du = du + (dav - jnp.matmul(u, jnp.matmul(_swap(u), dav))) * s_inv
+    if n > m:
+        datu = jnp.matmul(_swap(da), u)
+        dv = dv + (datu - jnp.matmul(v, jnp.matmul(vt, datu))) * s_inv
+    return du, _diagonal(p), _swap(dv)
+
+
+def _svd_thin_body(a: Any) -> tuple[Any, Any, Any]:
+    return _svd_body(a, False)
+
+
+_svd_thin = custom_jvp(_svd_thin_body)
+
+
+@_svd_thin.defjvp
+def _svd_thin_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    u, s, vt = _svd_thin(a)
+    return (u, s, vt), _svd_tangents(u, s, vt, da)
+
+
+def _svd_full_body(a: Any) -> tuple[Any, Any, Any]:
+    return _svd_body(a, True)
+
+
+_svd_full = custom_jvp(_svd_full_body)
+
+
+@_svd_full.defjvp
+def _svd_full_jvp(primals, tangents):
+    raise NotImplementedError(f"the derivative of the SVD with full_matrices=True is not "
+                              f"implemented for non-square matrices (as in JAX): use "
+                              f"full_matrices=False{where(None)}")
+
+
+def _svdvals_body(a: Any) -> Any:
+    m, n = a.shape[-2:]
+    b, _ = _jacobi_columns(_swap(a) if m < n else a)
+    return _sort_columns(jnp.sqrt(jnp.sum(b * b, axis=-2)), descending=True)[0]
+
+
+_svdvals = custom_jvp(_svdvals_body)
+
+
+@_svdvals.defjvp
+def _svdvals_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    u, s, vt = _svd_thin(a)
+    return s, _diagonal(jnp.matmul(_swap(u), jnp.matmul(da, _swap(vt))))
+
+
+def _svd_entry(a: Any, full: bool, compute_uv: bool) -> Any:
+    m, n = a.shape[-2:]
+    if not compute_uv:
+        return _svdvals(a)
+    return _svd_full(a) if full and m != n else _svd_thin(a)
+
+
+_svd_jit = jit(_svd_entry, static_argnums=(1, 2))
+
+
+class SVDResult(NamedTuple):
+    """``(U, S, Vh)``: ``a = U @ diag(S) @ Vh``, S descending."""
+    U: Any
+    S: Any
+    Vh: Any
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        subset_by_index: Any = None) -> Any:
+    """Singular value decomposition ``a = U @ diag(S) @ Vh`` of a matrix (..., m, n), S
+    descending, by one-sided Jacobi rotations (U from a QR of the rotated columns). With
+    ``full_matrices`` U is (..., m, m) and Vh (..., n, n), else (..., m, k) and (..., k, n),
+    k = min(m, n); ``compute_uv=False`` gives S alone. ``hermitian=True`` uses ``eigh`` of the
+    (symmetric) input. Differentiable as JAX's: S always, U and Vh for distinct nonzero
+    singular values and ``full_matrices=False`` (or square a). Signs of singular vectors are
+    arbitrary, as in LAPACK.
+
+    Example::
+
+        jnp.linalg.svd(jnp.array([[3.0, 0.0], [0.0, -4.0]]), compute_uv=False)   # [4., 3.]
+    """
+    if subset_by_index is not None:
+        raise NotImplementedError(f"jnp.linalg.svd: subset_by_index is not supported"
+                                  f"{where(None)}")
+    a = _matrices("svd", a)
+    if hermitian:
+        w, v = eigh(a)
+        s, w_sorted, v = _sort_columns(jnp.abs(w), w, v, descending=True)
+        if not compute_uv:
+            return s
+        signs = jnp.where(w_sorted < 0, -jnp.ones((), s.dtype), jnp.ones((), s.dtype))
+        return SVDResult(v, s, _swap(v * signs[..., None, :]))
+    out = _svd_jit(a, bool(full_matrices), bool(compute_uv))
+    return out if not compute_uv else SVDResult(*out)
+
+
+def svdvals(x: Any, /) -> Any:
+    """The singular values of a matrix or a stack of them, descending (NumPy 2).
+
+    Example::
+
+        jnp.linalg.svdvals(jnp.array([[3.0, 0.0], [0.0, -4.0]]))   # [4., 3.]
+    """
+    return svd(x, compute_uv=False)
+
+
+# -- pinv, lstsq, matrix_rank, cond ----------------------------------------------------------------
+
+def _inverse_above(s: Any, cutoff: Any) -> Any:
+    """1 / s where ``s > cutoff``, else 0."""
+    big = s > cutoff
+    return jnp.where(big, 1 / jnp.where(big, s, jnp.ones((), s.dtype)), jnp.zeros((), s.dtype))
+
+
+def _pinv_tangent(a: Any, p: Any, da: Any) -> Any:
+    """The closed form for a matrix of constant rank:
+    dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
+    pt, dat = _swap(p), _swap(da)
+    ap, pa = jnp.matmul(a, p), jnp.matmul(p, a)
+    ap, pa = _identity_like(ap) - ap, _identity_like(pa) - pa
+    return (-jnp.matmul(p, jnp.matmul(da, p)) + jnp.matmul(jnp.matmul(p, pt), jnp.matmul(dat, ap))
+            + jnp.matmul(pa, jnp.matmul(dat, jnp.matmul(pt, p))))
+
+
+def _pinv_body(a: Any, rtol: Any) -> tuple[Any, Any]:
+    """(pinv(a), singular values), singular values at most ``rtol * largest`` dropped."""
+    u, s, vt = _svd_body(a, False)
+    inv_s = _inverse_above(s, rtol[..., None] * s[..., :1])
+    return jnp.matmul(_swap(vt) * inv_s[..., None, :], _swap(u)), s
+
+
+_pinv = custom_jvp(_pinv_body)
+
+
+@_pinv.defjvp
+def _pinv_jvp(primals, tangents):
+    (a, rtol), (da, _) = primals, tangents
+    p, s = _pinv(a, rtol)
+    u, _, vt = _svd_thin(a)
+    ds = _diagonal(jnp.matmul(_swap(u), jnp.matmul(da, _swap(vt))))
+    return (p, s), (_pinv_tangent(a, p, da), ds)
+
+
+def _pinv_hermitian_body(a: Any, rtol: Any) -> Any:
+    w, v = _eigh_body(a)   # (a symmetrized by the caller)
+    s = jnp.abs(w)
+    inv_w = _inverse_above(s, rtol[..., None] * jnp.max(s, axis=-1, keepdims=True))
+    signs = jnp.where(w < 0, -jnp.ones((), w.dtype), jnp.ones((), w.dtype))
+    return jnp.matmul(v * (inv_w * signs)[..., None, :], _swap(v))
+
+
+_pinv_hermitian = custom_jvp(_pinv_hermitian_body)
+
+
+@_pinv_hermitian.defjvp
+def _pinv_hermitian_jvp(primals, tangents):
+    (a, rtol), (da, _) = primals, tangents
+    p = _pinv_hermitian(a, rtol)
+    return p, _pinv_tangent(a, p, da)
+
+
+def _pinv_entry(a: Any, rtol: Any, hermitian: bool) -> Any:
+    if hermitian:   # symmetrized, as eigh's input (and so is the tangent)
+        return _pinv_hermitian((a + _swap(a)) * 0.5, rtol)
+    return _pinv(a, rtol)[0]
+
+
+def _lstsq_entry(a: Any, b: Any, rcond: Any) -> tuple[Any, Any]:
+    p, s = _pinv(a, rcond)
+    return jnp.matmul(p, b), s
+
+
+_pinv_jit = jit(_pinv_entry, static_argnums=(2,))
+_lstsq_jit = jit(_lstsq_entry)
+
+
+def _default_rtol(a: Any) -> float:
+    m, n = get_aval(a).shape[-2:]
+    return max(m, n) * float(np.finfo(get_aval(a).dtype).eps)
+
+
+def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None) -> Any:
+    """The Moore-Penrose pseudo-inverse of a matrix (..., m, n), from its SVD (``eigh`` when
+    ``hermitian``): singular values at most ``rtol`` times the largest count as zero (default
+    ``10 * max(m, n) * eps``, as JAX; ``rcond`` is the older name). Its derivative is the
+    closed form for matrices of constant rank, as JAX's.
+
+    Example::
+
+        jnp.linalg.pinv(jnp.array([[1.0, 0.0], [0.0, 0.0]]))   # [[1., 0.], [0., 0.]]
+    """
+    a = _matrices("pinv", a)
+    if rtol is None:
+        rtol = rcond
+    if rtol is None:
+        rtol = 10.0 * _default_rtol(a)
+    rtol = jnp.broadcast_to(jnp.asarray(rtol, get_aval(a).dtype), get_aval(a).shape[:-2])
+    return _pinv_jit(a, rtol, bool(hermitian))
+
+
+def matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:
+    """The number of singular values of ``M`` (..., m, n) above ``rtol`` times the largest
+    (default ``max(m, n) * eps``), as int32; ``tol`` is an absolute threshold instead. A vector
+    has rank 1 unless it is all zero.
+
+    Example::
+
+        jnp.linalg.matrix_rank(jnp.array([[1.0, 2.0], [2.0, 4.0]]))   # 1
+    """
+    check_arraylike("jnp.linalg.matrix_rank", M)
+    (M,) = promote_dtypes_inexact(jnp.asarray(M))
+    if get_aval(M).ndim < 2:
+        return jnp.any(M != 0).astype(_INT)
+    s = svd(M, compute_uv=False)
+    if tol is None:
+        if rtol is None:
+            rtol = _default_rtol(M)
+        tol = jnp.asarray(rtol, s.dtype)[..., None] * s[..., :1]
+    else:
+        tol = jnp.asarray(tol, s.dtype)[..., None]
+    return jnp.sum(s > tol, axis=-1).astype(_INT)
+
+
+def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tuple:
+    """Least-squares solution of ``a @ x = b`` for a matrix ``a`` (m, n) and ``b`` (m,) or
+    (m, k), as NumPy's: ``(x, residuals, rank, s)`` with x the minimum-norm solution (from the
+    pseudo-inverse; singular values at most ``rcond`` times the largest count as zero, default
+    ``max(m, n) * eps``), the squared residual norms per column of b (always, as JAX;
+    ``numpy_resid=True`` gives NumPy's empty array when rank < n or m <= n, which needs a
+    concrete rank), the rank (int32) and the singular values.
+
+    Example::
+
+        a = jnp.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+        x, resid, rank, s = jnp.linalg.lstsq(a, jnp.array([1.0, 2.0, 2.0]))   # x = [7/6, 1/2]
+    """
+    check_arraylike("jnp.linalg.lstsq", a, b)
+    a, b = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(b))
+    _no_complex("lstsq", a, b)
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    if len(a_shape) != 2:
+        raise ValueError(f"jnp.linalg.lstsq: a must be a 2-d matrix, got shape {a_shape}"
+                         f"{where(None)}")
+    if len(b_shape) not in (1, 2) or b_shape[0] != a_shape[0]:
+        raise ValueError(f"jnp.linalg.lstsq: b must have shape ({a_shape[0]},) or "
+                         f"({a_shape[0]}, k) to match a's {a_shape}; got {b_shape}{where(None)}")
+    m, n = a_shape
+    eps = float(np.finfo(get_aval(a).dtype).eps)
+    if rcond is None:
+        rcond = eps * max(m, n)
+    rcond = jnp.asarray(rcond, get_aval(a).dtype)
+    rcond = jnp.where(rcond < 0, jnp.asarray(eps, get_aval(a).dtype), rcond)
+    vector = len(b_shape) == 1
+    if vector:
+        b = lax.reshape(b, b_shape + (1,))
+    x, s = _lstsq_jit(a, b, rcond)
+    rank = jnp.sum(s > rcond * s[..., :1], axis=-1).astype(_INT)
+    resid = jnp.sum((b - jnp.matmul(a, x)) ** 2, axis=0)
+    if numpy_resid and (m <= n or int(rank) < n):
+        resid = jnp.zeros((0,), get_aval(a).dtype)
+    if vector:
+        x = lax.reshape(x, (n,))
+    return x, resid, rank, s
+
+
+def cond(x: Any, p: Any = None) -> Any:
+    """The condition number of a matrix or a stack of them: the ratio of the largest to the
+    smallest singular value for ``p`` None or 2 (-2: its inverse), else
+    ``norm(x, p) * norm(inv(x), p)`` for p in 1, -1, inf, -inf, 'fro'.
+
+    Example::
+
+        jnp.linalg.cond(jnp.array([[2.0, 0.0], [0.0, 0.5]]))   # 4.
+    """
+    x = _matrices("cond", x)
+    if p is None or p == 2 or p == -2:
+        s = svd(x, compute_uv=False)
+        big, small = s[..., 0], s[..., -1]
+        return small / big if p == -2 else big / small
+    x = _square_matrices("cond", x)
+    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+
+
 # -- norms -----------------------------------------------------------------------------------------
 
 def _vector_norm(x: Any, ord: Any, axis: tuple, keepdims: bool) -> Any:
@@ -500,9 +1256,13 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple, keepdims: bool) -> Any:
     if ord is None or ord == "fro":
         return jnp.sqrt(jnp.sum(x * x, axis=axes, keepdims=keepdims))
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"jnp.linalg.norm: ord={ord!r} for matrices needs singular "
-                                  f"values (svd), which pyree does not implement yet"
-                                  f"{where(None)}")
+        # Singular values of the matrices the two axes span (moved last).
+        s = svdvals(jnp.moveaxis(x, axes, (-2, -1)))
+        out = jnp.sum(s, axis=-1) if ord == "nuc" else (jnp.max if ord == 2 else jnp.min)(
+            s, axis=-1)
+        if keepdims:
+            out = jnp.expand_dims(out, tuple(sorted(a % x.ndim for a in axes)))
+        return out
     if isinstance(ord, str) or ord not in (1, -1, np.inf, -np.inf):
         raise ValueError(f"jnp.linalg.norm: invalid order {ord!r} for matrices{where(None)}")
     ax = jnp.abs(x)

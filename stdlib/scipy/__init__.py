@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = {"special", "stats"}
+_SUBMODULES = {"linalg", "special", "stats"}
 
 
 def __getattr__(name: str) -> Any:
