@@ -38,6 +38,25 @@ def test_loop_carry_that_takes_another_carrys_value():
     np.testing.assert_array_equal(ys, [0, 1, 0, 2, 2])
 
 
+def test_loop_carry_read_only_by_the_condition():
+    # The body overwrites s[1] without reading it and only the condition reads it: IREE failed
+    # to compile ("region branch point has 4 operands, but region successor needs 2 inputs"),
+    # eagerly and under jit (control_flow._read_every_carry).
+    x = np.linspace(1, 2, 50).astype(np.float32)
+
+    def halve_until_small(x):
+        return lax.while_loop(lambda s: s[1] > 1e-3, lambda s: (s[0] * 0.5, jnp.max(s[0])),
+                              (x, 1.0))
+
+    want_x, want_max = x.copy(), 1.0
+    while want_max > 1e-3:
+        want_x, want_max = want_x * np.float32(0.5), want_x.max()
+    for run in (halve_until_small, pyree.jit(halve_until_small)):
+        got_x, got_max = run(x)
+        np.testing.assert_array_equal(got_x, want_x)
+        assert float(got_max) == want_max
+
+
 def test_dense_momentum_step_with_large_vectors():
     # The momentum step of a 784-1024-1024-10 MLP (batch 128), as stax MNIST trains it, failed
     # with "operations with large vector sizes (16384 bytes)" (runtime/compile.py).

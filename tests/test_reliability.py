@@ -74,6 +74,16 @@ def test_errors_a_user_can_act_on():
     with pytest.raises(ValueError, match="static_argnames"):
         pyree.jit(lambda x, n: x * n, static_argnames=("m",))
     assert jnp.bool is jnp.bool_
+    # Lists are not arrays (as in JAX), with the function named, in nn and scipy.special too.
+    from pyree import nn
+    from pyree.scipy import special
+    for name, call in [("logsumexp", lambda: special.logsumexp([1.0, 2.0])),
+                       ("logsumexp", lambda: nn.logsumexp(jnp.ones(2), b=[1.0, 2.0])),
+                       ("softmax", lambda: nn.softmax([1.0, 2.0])),
+                       ("log_softmax", lambda: special.log_softmax([1.0, 2.0])),
+                       ("gelu", lambda: nn.gelu([1.0]))]:
+        with pytest.raises(TypeError, match=f"{name} requires ndarray or scalar arguments"):
+            call()
 
 
 def test_jitted_functions_that_are_gone_are_freed():

@@ -225,8 +225,10 @@ lowering_rules[while_p] = _while_lowering
 def _read_every_carry(cond_args: Sequence, body_args: Sequence, outs: Sequence) -> list:
     """Work around two IREE 3.13 bugs about loop carries.
 
-    * A carry that neither region reads (the body only overwrites it, as ``v = x[i]`` does)
-      can crash the compile, run it out of memory, or leave a null result buffer.
+    * A carry that the body does not read (the body only overwrites it, as ``v = x[i]`` does,
+      whether or not the condition reads it) can crash the compile, run it out of memory,
+      leave a null result buffer, or fail to compile ("region branch point has 4 operands,
+      but region successor needs 2 inputs": a cond reading ``max(x)`` carried beside ``x``).
     * A carry whose new value is another carry unchanged (``a, b = b, f(b)``, as a secant or
       Newton iteration keeping its previous iterate) fails to compile ("failed to legalize
       unresolved source materialization").
@@ -237,7 +239,7 @@ def _read_every_carry(cond_args: Sequence, body_args: Sequence, outs: Sequence) 
     hidden_true = None
     others = set(body_args)
     for k, (c_arg, b_arg) in enumerate(zip(cond_args, body_args)):
-        unread = _unused(c_arg) and _unused(b_arg)
+        unread = _unused(b_arg)
         moved = outs[k] is not b_arg and outs[k] in others
         if outs[k] is not b_arg and (unread or moved):
             if hidden_true is None:

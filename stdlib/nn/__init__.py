@@ -26,7 +26,8 @@ import numpy as np
 from pyree import dtypes, lax
 from pyree import numpy as jnp
 from pyree._custom_derivatives import custom_jvp
-from pyree.numpy._util import canonical_axes, canonical_axis, promote_dtypes_inexact
+from pyree.numpy._util import (canonical_axes, canonical_axis, check_arraylike,
+                               promote_dtypes_inexact)
 
 Axis = Optional[Union[int, Sequence[int]]]
 
@@ -40,8 +41,10 @@ __all__ = [
 tanh = jnp.tanh
 
 
-def _inexact(x: Any) -> Any:
-    """``x`` as an array of a floating dtype (integers and booleans promote as in jnp.exp)."""
+def _inexact(x: Any, name: str) -> Any:
+    """``x`` as an array of a floating dtype (integers and booleans promote as in jnp.exp);
+    a list is a TypeError, as in JAX."""
+    check_arraylike(name, x)
     (x,) = promote_dtypes_inexact(x)
     return x
 
@@ -91,7 +94,7 @@ def leaky_relu(x: Any, negative_slope: Any = 0.01) -> Any:
 
         nn.leaky_relu(jnp.array([-2.0, 3.0]), negative_slope=0.1)   # [-0.2, 3.]
     """
-    x = _inexact(x)
+    x = _inexact(x, "leaky_relu")
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
@@ -102,7 +105,7 @@ def elu(x: Any, alpha: Any = 1.0) -> Any:
 
         nn.elu(jnp.array([-1.0, 2.0]))            # [-0.632, 2.]
     """
-    x = _inexact(x)
+    x = _inexact(x, "elu")
     positive = x > 0
     # expm1 only sees the non-positive inputs: exp of a large positive x would overflow to inf,
     # and inf * 0 in the unselected branch's gradient is NaN.
@@ -117,7 +120,7 @@ def celu(x: Any, alpha: Any = 1.0) -> Any:
 
         nn.celu(jnp.array([-1.0, 2.0]), alpha=2.0)   # [-0.787, 2.]
     """
-    x = _inexact(x)
+    x = _inexact(x, "celu")
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
@@ -158,7 +161,7 @@ def softplus(x: Any) -> Any:
 
         nn.softplus(jnp.array([0.0, 100.0]))      # [0.693, 100.]
     """
-    x = _inexact(x)
+    x = _inexact(x, "softplus")
     return jnp.maximum(x, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
 
 
@@ -174,7 +177,7 @@ def log_sigmoid(x: Any) -> Any:
 
         nn.log_sigmoid(jnp.array([0.0, -100.0]))  # [-0.693, -100.]
     """
-    return -softplus(-_inexact(x))
+    return -softplus(-_inexact(x, "log_sigmoid"))
 
 
 def silu(x: Any) -> Any:
@@ -184,7 +187,7 @@ def silu(x: Any) -> Any:
 
         nn.silu(jnp.array([1.0]))                 # [0.731]
     """
-    x = _inexact(x)
+    x = _inexact(x, "silu")
     return x * jnp.logistic(x)
 
 
@@ -200,7 +203,7 @@ def gelu(x: Any, approximate: bool = True) -> Any:
 
         nn.gelu(jnp.array([1.0]), approximate=False)   # [0.841]
     """
-    x = _inexact(x)
+    x = _inexact(x, "gelu")
     if approximate:
         inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * (x * x * x))
         return x * (0.5 * (1.0 + jnp.tanh(inner)))
@@ -214,7 +217,7 @@ def mish(x: Any) -> Any:
 
         nn.mish(jnp.array([1.0]))                 # [0.865]
     """
-    x = _inexact(x)
+    x = _inexact(x, "mish")
     return x * jnp.tanh(softplus(x))
 
 
@@ -225,7 +228,7 @@ def soft_sign(x: Any) -> Any:
 
         nn.soft_sign(jnp.array([-3.0, 1.0]))      # [-0.75, 0.5]
     """
-    x = _inexact(x)
+    x = _inexact(x, "soft_sign")
     return x / (jnp.abs(x) + 1.0)
 
 
@@ -236,7 +239,7 @@ def squareplus(x: Any, b: Any = 4) -> Any:
 
         nn.squareplus(jnp.array([0.0]))           # [1.]
     """
-    x = _inexact(x)
+    x = _inexact(x, "squareplus")
     return (x + jnp.sqrt(x * x + b)) / 2
 
 
@@ -247,7 +250,7 @@ def sparse_plus(x: Any) -> Any:
 
         nn.sparse_plus(jnp.array([-2.0, 0.0, 2.0]))   # [0., 0.25, 2.]
     """
-    x = _inexact(x)
+    x = _inexact(x, "sparse_plus")
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
@@ -258,7 +261,7 @@ def hard_tanh(x: Any) -> Any:
 
         nn.hard_tanh(jnp.array([-2.0, 0.5, 2.0]))     # [-1., 0.5, 1.]
     """
-    x = _inexact(x)
+    x = _inexact(x, "hard_tanh")
     return jnp.where(x > 1, 1.0, jnp.where(x < -1, -1.0, x))
 
 
@@ -269,7 +272,7 @@ def hard_sigmoid(x: Any) -> Any:
 
         nn.hard_sigmoid(jnp.array([0.0]))         # [0.5]
     """
-    return relu6(_inexact(x) + 3.0) / 6.0
+    return relu6(_inexact(x, "hard_sigmoid") + 3.0) / 6.0
 
 
 def hard_silu(x: Any) -> Any:
@@ -279,7 +282,7 @@ def hard_silu(x: Any) -> Any:
 
         nn.hard_silu(jnp.array([1.0]))            # [0.667]
     """
-    x = _inexact(x)
+    x = _inexact(x, "hard_silu")
     return x * hard_sigmoid(x)
 
 
@@ -294,7 +297,7 @@ def glu(x: Any, axis: int = -1) -> Any:
 
         nn.glu(jnp.array([1.0, 2.0, 0.0, 0.0]))   # [0.5, 1.]
     """
-    x = _inexact(x)
+    x = _inexact(x, "glu")
     shape = jnp.shape(x)
     axis = canonical_axis(axis, len(shape))
     size = shape[axis]
@@ -349,7 +352,7 @@ def softmax(x: Any, axis: Axis = -1, where: Any = None, initial: Any = None) -> 
         nn.softmax(jnp.array([1000.0, 1000.0]))   # [0.5, 0.5]
     """
     del initial  # accepted for JAX's signature; it has no effect there either
-    x = _inexact(x)
+    x = _inexact(x, "softmax")
     axes = _static_axis(axis, jnp.ndim(x))
     if where is None:
         return _softmax(x, axes)
@@ -371,7 +374,7 @@ def log_softmax(x: Any, axis: Axis = -1, where: Any = None, initial: Any = None)
         nn.log_softmax(jnp.array([0.0, 0.0]))     # [-0.693, -0.693]
     """
     del initial
-    x = _inexact(x)
+    x = _inexact(x, "log_softmax")
     axes = _static_axis(axis, jnp.ndim(x))
     shifted = x - _reduce_max_safe(x, axes, where)
     if where is not None:
@@ -396,13 +399,15 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
         nn.logsumexp(jnp.array([0.0, 0.0]), b=jnp.array([2.0, -1.0]))   # 0.
     """
     if b is not None:
+        check_arraylike("logsumexp", a, b)
+        check_arraylike("logsumexp", a, b)
         a, b = promote_dtypes_inexact(a, b)
         shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b))
         a, b = jnp.broadcast_to(a, shape), jnp.broadcast_to(b, shape)
         # A term with weight 0 must not set the maximum (nor make exp(a) of it overflow).
         a = jnp.where(b != 0, a, -np.inf)
     else:
-        a = _inexact(a)
+        a = _inexact(a, "logsumexp")
     if where is not None:
         # Masked entries become -inf before exp (not only after the sum): an inf or NaN there
         # would otherwise reach the gradient as 0 * exp(inf) = NaN.
@@ -434,7 +439,7 @@ def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
 
         nn.standardize(jnp.array([1.0, 3.0]))     # [-1., 1.] (up to epsilon)
     """
-    x = _inexact(x)
+    x = _inexact(x, "standardize")
     axes = _static_axis(axis, jnp.ndim(x))
     if mean is None:
         mean = jnp.mean(x, axis=axes, keepdims=True, where=where)
