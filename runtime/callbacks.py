@@ -30,11 +30,14 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import device as _device_module
-from .device import iree_runtime, put_on
+from .device import iree_runtime, put_on, read_buffer_view
 
 _handlers: dict[str, Callable[[list], None]] = {}
 _lock = threading.Lock()
 _sink = None
+# The HalDevice whose buffers the debug sink reads when the host cannot map them (a GPU's; the
+# sink's callback is not told which device a buffer is on, and pyree opens one GPU).
+_sink_device = None
 
 
 def register(key: str, handler: Callable[[list], None]) -> None:
@@ -91,17 +94,12 @@ def register_unique(kind: str, parts: Any, identity: tuple, handler: Callable,
     raise RuntimeError("too many distinct callbacks registered at one source position")
 
 
-def to_numpy(buffer_view) -> np.ndarray:
-    """A (ready) buffer view's contents copied into a new NumPy array."""
+def to_numpy(buffer_view, hal=None) -> np.ndarray:
+    """A (ready) buffer view's contents copied into a new NumPy array (``hal``: the HalDevice
+    holding it, needed where the host cannot map its memory, as a GPU's)."""
     rt = iree_runtime()
     dtype = np.dtype(rt.HalElementType.map_to_dtype(buffer_view.element_type))
-    shape = list(buffer_view.shape)
-    if 0 in shape:
-        return np.zeros(shape, dtype)
-    mapping = buffer_view.map()
-    value = np.array(mapping.asarray(shape, dtype), copy=True)
-    del mapping
-    return value
+    return read_buffer_view(buffer_view, tuple(buffer_view.shape), dtype, hal or _sink_device)
 
 
 def _dispatch(key: str, buffer_views: list) -> None:
@@ -118,9 +116,13 @@ def _dispatch(key: str, buffer_views: list) -> None:
         raise
 
 
-def debug_sink():
-    """The process's one ``HalModuleDebugSink`` (given to every HAL module pyree creates)."""
-    global _sink
+def debug_sink(hal=None, host_memory: bool = True):
+    """The process's one ``HalModuleDebugSink`` (given to every HAL module pyree creates).
+    ``hal`` is the device the module runs on; the sink reads buffers through the first one,
+    or a later one whose memory is not the host's (a GPU's)."""
+    global _sink, _sink_device
+    if hal is not None and (_sink_device is None or not host_memory):
+        _sink_device = hal
     if _sink is None:
         with _lock:
             if _sink is None:
@@ -168,7 +170,8 @@ def _host_call(n_args: int, n_results: int) -> Callable:
             wait = rt.HalFence.__iree_vm_cast__(refs[-2])
             if wait is not None:  # null when nothing is to be waited for
                 wait.wait()
-            arrays = [to_numpy(rt.HalBufferView.__iree_vm_cast__(r)) for r in refs[:n_args]]
+            arrays = [to_numpy(rt.HalBufferView.__iree_vm_cast__(r), state.hal)
+                      for r in refs[:n_args]]
             handler = _host_handlers.get(key)
             if handler is None:
                 raise RuntimeError(

@@ -96,6 +96,57 @@ def put_on(hal, value: np.ndarray):
         memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
         device=hal, buffer=value, element_type=hal_element_type(value.dtype))
 
+# Reads of results copy through host memory even where the device's memory could be mapped.
+# The CPU's memory is host memory and is mapped; a GPU's device-local memory cannot be, and is
+# read by a queue copy into host memory. Tests set this on the CPU, which has no other way to
+# run the GPU's path.
+READ_BY_COPY = False
+
+
+def read_buffer_view(buffer_view, shape: tuple, dtype: np.dtype, hal=None) -> np.ndarray:
+    """A new host array holding a (ready) buffer view's contents. Memory the host can map is
+    mapped and copied out; other memory (a GPU's) is copied by the device's queue into host
+    memory first, which needs ``hal``, the ``HalDevice`` that owns the buffer."""
+    dtype = np.dtype(dtype)
+    if 0 in shape:
+        return np.zeros(shape, dtype)
+    rt = iree_runtime()
+    buffer = buffer_view.get_buffer()
+    mappable = (buffer.memory_type() & int(rt.MemoryType.HOST_VISIBLE)
+                and buffer.allowed_usage() & int(rt.BufferUsage.MAPPING_SCOPED))
+    if mappable and not READ_BY_COPY:
+        mapping = buffer_view.map()
+        # Copy out of the mapping: a NumPy view of it must not outlive the device at exit.
+        host = np.array(mapping.asarray(shape, dtype), copy=True)
+        del mapping
+        return host
+    if hal is None:
+        raise RuntimeError("pyree cannot read a device buffer the host cannot map without "
+                           "the device that holds it")
+    return _read_by_copy(buffer, shape, dtype, hal)
+
+
+def _read_by_copy(buffer, shape: tuple, dtype: np.dtype, hal) -> np.ndarray:
+    """``buffer``'s leading elements as a host array, through a host-visible staging buffer
+    that the device's queue copies into."""
+    rt = iree_runtime()
+    size = buffer.byte_length()
+    staging = hal.allocator.allocate_buffer(
+        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
+        allocation_size=size)
+    semaphore = hal.create_semaphore(0)
+    hal.queue_copy(buffer, staging, wait_semaphores=rt.HalFence.create_at(semaphore, 0),
+                   signal_semaphores=rt.HalFence.create_at(semaphore, 1))
+    rt.HalFence.create_at(semaphore, 1).wait()
+    mapping = staging.map()
+    count = int(np.prod(shape))
+    host = np.array(mapping.asarray((size // dtype.itemsize,), dtype)[:count].reshape(shape),
+                    copy=True)
+    del mapping
+    return host
+
+
 # Per platform: (drivers in order of preference for small and large work, compile flags).
 _PLATFORMS = {
     "cpu": (("local-sync", "local-task"), ("--iree-hal-target-device=local",
@@ -103,6 +154,69 @@ _PLATFORMS = {
     "cuda": (("cuda", "cuda"), ("--iree-hal-target-device=cuda",)),
     "vulkan": (("vulkan", "vulkan"), ("--iree-hal-target-device=vulkan",)),
 }
+
+
+# CUDA architectures IREE 3.13 generates code for (its target table stops at sm_89;
+# "sm_90" fails with "missing GPU target", iree-org/iree#22147).
+IREE_CUDA_TARGETS = ("sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89")
+
+
+def cuda_target_for(capability: tuple[int, int] | None) -> str:
+    """The best IREE CUDA target for a device of compute capability ``(major, minor)``.
+
+    The newest target not above the device's own, except that Hopper and later (9.x+) get
+    sm_80: PTX runs on newer GPUs through the driver's JIT, and sm_80 is the target with the
+    tensor-core (``mma.sync``) code IREE uses for f16/bf16 contractions; sm_89 adds only fp8.
+    Unknown capability: IREE's default, sm_60, which runs everywhere.
+
+    Example::
+
+        cuda_target_for((9, 0))   # "sm_80"
+        cuda_target_for((8, 6))   # "sm_86"
+    """
+    if capability is None:
+        return "sm_60"
+    major, minor = capability
+    if major >= 9:
+        return "sm_80"
+    fitting = [t for t in IREE_CUDA_TARGETS if (int(t[3]), int(t[4:])) <= (major, minor)]
+    return fitting[-1] if fitting else "sm_60"
+
+
+def cuda_compute_capability(ordinal: int = 0) -> tuple[int, int] | None:
+    """The compute capability of CUDA device ``ordinal``, read from the CUDA driver
+    (``libcuda``); None where there is no driver or no such device."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    device, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76.
+    if (cuda.cuInit(0) != 0 or cuda.cuDeviceGet(ctypes.byref(device), ordinal) != 0
+            or cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, device) != 0
+            or cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, device) != 0):
+        return None
+    return major.value, minor.value
+
+
+def cuda_target(ordinal: int = 0) -> str:
+    """The CUDA target pyree compiles for: ``config.cuda_target`` (``PYREE_CUDA_TARGET``) when
+    set, else chosen from the device's compute capability (``cuda_target_for``)."""
+    chosen = str(config.cuda_target)
+    if chosen != "auto":
+        if chosen not in IREE_CUDA_TARGETS:
+            raise ValueError(f"pyree.config.cuda_target must be 'auto' or one of "
+                             f"{IREE_CUDA_TARGETS} (what IREE 3.13 can target); got {chosen!r}")
+        return chosen
+    target = _auto_cuda_targets.get(ordinal)
+    if target is None:
+        target = _auto_cuda_targets.setdefault(
+            ordinal, cuda_target_for(cuda_compute_capability(ordinal)))
+    return target
+
+
+_auto_cuda_targets: dict[int, str] = {}
 
 
 class Device:
@@ -128,8 +242,12 @@ class Device:
 
     @property
     def target_flags(self) -> tuple[str, ...]:
-        """IREE compiler flags that target this device."""
-        return _PLATFORMS[self.platform][1]
+        """IREE compiler flags that target this device (for CUDA, its architecture: part of
+        every compile-cache key)."""
+        flags = _PLATFORMS[self.platform][1]
+        if self.platform == "cuda":
+            flags += (f"--iree-cuda-target={cuda_target(self.id)}",)
+        return flags
 
     @property
     def compile_flags(self) -> tuple[str, ...]:
@@ -161,7 +279,8 @@ class Device:
                             f"{self.platform!r}: {e}") from None
                     from .callbacks import debug_sink
                     self._hal_modules[driver] = rt.create_hal_module(
-                        vm_instance(), hal, debug_sink=debug_sink())
+                        vm_instance(), hal, debug_sink=debug_sink(
+                            hal, host_memory=self.platform == "cpu"))
                     self._hal[driver] = hal
         return hal
 
@@ -175,13 +294,7 @@ class Device:
 
     def fetch(self, buffer_view, shape: tuple, dtype: np.dtype) -> np.ndarray:
         """Copy a (ready) device buffer view into a new host array."""
-        if 0 in shape:
-            return np.zeros(shape, dtype)
-        mapping = buffer_view.map()
-        # Copy out of the mapping: a NumPy view of it must not outlive the device at exit.
-        host = np.array(mapping.asarray(shape, np.dtype(dtype)), copy=True)
-        del mapping
-        return host
+        return read_buffer_view(buffer_view, shape, dtype, self.hal_device(self._small_driver))
 
     def __repr__(self) -> str:
         return f"{self.platform.capitalize() if self.platform != 'cpu' else 'Cpu'}Device(id={self.id})"

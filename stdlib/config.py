@@ -28,6 +28,9 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     "num_cpu_devices": (1, "PYREE_NUM_CPU_DEVICES", int),
     # Calls of jitted functions run their Python op by op, eagerly (jax_disable_jit).
     "disable_jit": (False, "PYREE_DISABLE_JIT", None),
+    # The CUDA architecture pyree compiles for ("sm_80", ...); "auto" reads the device's
+    # compute capability when it opens and takes the best target IREE knows that runs there.
+    "cuda_target": ("auto", "PYREE_CUDA_TARGET", str),
 }
 
 # JAX's own names: "jax_enable_x64" is "enable_x64" (as an argument of update and as an

@@ -1,0 +1,81 @@
+"""The CUDA architecture pyree compiles for comes from the device (issue 20, item 2), can be set
+by hand, and is part of every compile-cache key. CI has no GPU: these tests compile for CUDA
+and read the PTX."""
+import glob
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pyree
+from pyree.dtypes import bfloat16
+from pyree.runtime import compile as rcompile
+from pyree.runtime import device as device_module
+from pyree.runtime.device import Device, cuda_target_for
+
+
+@pytest.fixture
+def cuda_target():
+    def choose(target):
+        pyree.config.update("cuda_target", target)
+    yield choose
+    pyree.config.update("cuda_target", "auto")
+
+
+def test_target_from_compute_capability():
+    # Hopper and later: sm_80 (IREE 3.13 has no sm_90; its PTX runs there through the JIT).
+    assert cuda_target_for((9, 0)) == "sm_80"
+    assert cuda_target_for((10, 0)) == "sm_80"
+    assert cuda_target_for((8, 9)) == "sm_89"
+    assert cuda_target_for((8, 7)) == "sm_86"
+    assert cuda_target_for((8, 0)) == "sm_80"
+    assert cuda_target_for((7, 5)) == "sm_75"
+    assert cuda_target_for((7, 2)) == "sm_70"
+    assert cuda_target_for((6, 1)) == "sm_60"
+    assert cuda_target_for(None) == "sm_60"
+
+
+def test_target_set_by_hand_and_in_the_cache_key(cuda_target):
+    text = "module {}"
+    keys = set()
+    for target in ("sm_80", "sm_86"):
+        cuda_target(target)
+        flags = Device("cuda").compile_flags
+        assert f"--iree-cuda-target={target}" in flags
+        keys.add(rcompile.cache_key(text, flags))
+    assert len(keys) == 2
+    cuda_target("sm_90")
+    with pytest.raises(ValueError, match="cuda_target"):
+        Device("cuda").compile_flags
+    env = dict(os.environ, PYREE_CUDA_TARGET="sm_75")
+    out = subprocess.run([sys.executable, "-c", "from pyree.runtime.device import Device; "
+                          "print(Device('cuda').target_flags[-1])"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "--iree-cuda-target=sm_75", out.stderr
+
+
+def _ptx(f, args, tmp_path):
+    from iree.compiler import compile_str
+    text, flags = rcompile.prepare_module(pyree.jit(f).lower(*args).as_text(),
+                                          Device("cuda").compile_flags)
+    compile_str(text, extra_args=list(flags) + [
+        f"--iree-hal-dump-executable-binaries-to={tmp_path}"])
+    return "".join(open(p).read() for p in glob.glob(str(tmp_path / "*.ptx")))
+
+
+@pytest.mark.parametrize("dtype", [bfloat16, np.float16])
+def test_half_precision_matmul_uses_tensor_cores_on_sm80(dtype, cuda_target, tmp_path):
+    cuda_target("sm_80")
+    a = np.ones((128, 128), dtype)
+    ptx = _ptx(lambda a, b: a @ b, (a, a), tmp_path)
+    assert ".target sm_80" in ptx
+    assert "mma.sync" in ptx
+
+
+@pytest.mark.skipif(device_module.cuda_compute_capability() is None, reason="no CUDA device")
+def test_target_of_the_device_present():
+    capability = device_module.cuda_compute_capability()
+    flags = Device("cuda").target_flags
+    assert f"--iree-cuda-target={cuda_target_for(capability)}" in flags
