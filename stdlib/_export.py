@@ -264,7 +264,7 @@ def export_functions(functions: Mapping[str, tuple], *, target: str = "cpu",
         signature.update({"target": target, "cpu": cpu if target == "cpu" else None,
                           "pyree": __version__, "iree": compiler_version()})
         entries.append((name, closed, {SIGNATURE_KEY: json.dumps(signature)}))
-    lowered = lower_for_export(entries)
+    lowered = lower_for_export(entries, platform=target)
     vmfb = seal(rcompile.compile_mlir(lowered.text, flags,
                                       cache_text=lowered.text_without_locations))
     if path is not None:

@@ -30,6 +30,11 @@ from pyree.transpiler import primitives as P
 from pyree.transpiler import windows as _w
 from pyree.transpiler.source import where as _where
 from pyree.transpiler.trace import Tracer as _Tracer
+
+
+def _precision_name(precision: Any) -> str:
+    from pyree.lax import precision_name   # (lax imports this module at its end)
+    return precision_name(precision)
 from pyree.transpiler.trace import TypedScalar as _TypedScalar
 from pyree.transpiler.trace import get_aval
 from pyree.transpiler.windows import ConvDimensionNumbers
@@ -197,7 +202,8 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int],
     return _w.conv(lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=lhs_dil,
                    rhs_dilation=rhs_dil, dimension_numbers=numbers,
                    feature_group_count=int(feature_group_count),
-                   batch_group_count=int(batch_group_count), precision=None,
+                   batch_group_count=int(batch_group_count),
+                   precision=_precision_name(precision),
                    preferred_element_type=pref)
 
 

@@ -31,6 +31,10 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     # The CUDA architecture pyree compiles for ("sm_80", ...); "auto" reads the device's
     # compute capability when it opens and takes the best target IREE knows that runs there.
     "cuda_target": ("auto", "PYREE_CUDA_TARGET", str),
+    # The precision of float32 contractions given no ``precision=`` (JAX's values: None or
+    # "default"/"bfloat16", "high"/"tensorfloat32"/"bfloat16_3x", "highest"/"float32"). CPUs
+    # always multiply in full float32; on CUDA the lower two run on tensor cores.
+    "default_matmul_precision": (None, "PYREE_DEFAULT_MATMUL_PRECISION", str),
 }
 
 # JAX's own names: "jax_enable_x64" is "enable_x64" (as an argument of update and as an
@@ -48,8 +52,6 @@ _JAX_ONLY = {
     "jax_explain_cache_misses": False, "jax_default_device": None,
     "jax_transfer_guard": "allow", "jax_spmd_mode": "allow_all", "jax_dynamic_shapes": False,
     "jax_debug_key_reuse": False, "jax_pmap_shmap_merge": False,
-    # Read by the GPU work (matrix precision); on the CPU every contraction is full float32.
-    "jax_default_matmul_precision": None,
 }
 
 

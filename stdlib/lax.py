@@ -57,10 +57,19 @@ class Precision(enum.Enum):
         return self.name
 
 
-def _check_precision(precision: Any) -> None:
-    """JAX takes one Precision or a (lhs, rhs) pair of them."""
-    for p in (precision if isinstance(precision, (tuple, list)) else (precision,)):
-        Precision.from_any(p)
+def precision_name(precision: Any) -> str:
+    """The name ("DEFAULT", "HIGH" or "HIGHEST") of the precision a contraction runs at: the
+    one given (JAX takes one Precision or a (lhs, rhs) pair of them: the higher counts), else
+    ``config.default_matmul_precision``. It is a parameter of the traced equation, so a jitted
+    function keeps the default in force when it was traced."""
+    from pyree import config
+    given = precision if isinstance(precision, (tuple, list)) else (precision,)
+    chosen = [Precision.from_any(p) for p in given if p is not None]
+    if not chosen:
+        chosen = [Precision.from_any(config.default_matmul_precision)]
+    return sorted(chosen, key=lambda p: p.value)[-1].name  # (lax defines its own max)
+
+
 
 
 def _scalar_as(x: Any, like: Any) -> Any:
@@ -370,12 +379,12 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = Non
     """Contract ``lhs`` and ``rhs``: ``dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch))``; result dims are batch, lhs free, rhs free.
     Example: ``lax.dot_general(a, b, (((1,), (0,)), ((), ())))``"""
-    _check_precision(precision)
+    name = precision_name(precision)
     (lc, rc), (lb, rb) = dimension_numbers
     dims = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
             (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
     pref = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
-    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=None,
+    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=name,
                                 preferred_element_type=pref)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pyree
+import pyree.numpy as jnp
 from pyree.dtypes import bfloat16
 from pyree.runtime import compile as rcompile
 from pyree.runtime import device as device_module
@@ -58,8 +59,9 @@ def test_target_set_by_hand_and_in_the_cache_key(cuda_target):
 
 def _ptx(f, args, tmp_path):
     from iree.compiler import compile_str
-    text, flags = rcompile.prepare_module(pyree.jit(f).lower(*args).as_text(),
-                                          Device("cuda").compile_flags)
+    cuda = Device("cuda")   # (not opened: compiling for it needs no GPU)
+    text, flags = rcompile.prepare_module(pyree.jit(f, device=cuda).lower(*args).as_text(),
+                                          cuda.compile_flags)
     compile_str(text, extra_args=list(flags) + [
         f"--iree-hal-dump-executable-binaries-to={tmp_path}"])
     return "".join(open(p).read() for p in glob.glob(str(tmp_path / "*.ptx")))
@@ -79,3 +81,23 @@ def test_target_of_the_device_present():
     capability = device_module.cuda_compute_capability()
     flags = Device("cuda").target_flags
     assert f"--iree-cuda-target={cuda_target_for(capability)}" in flags
+
+
+def _conv(x, w, precision=None):
+    return pyree.lax.conv_general_dilated(x, w, (1, 1), "SAME", precision=precision,
+                                          dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, bfloat16, np.float16])
+def test_contractions_run_on_tensor_cores_unless_highest(dtype, cuda_target, tmp_path):
+    # float32 below HIGHEST is split into bf16 parts (lower._bf16_split_product); half
+    # precision accumulates in float32. All reach mma.sync; HIGHEST float32 does not.
+    cuda_target("sm_80")
+    a = np.ones((128, 128), dtype)
+    x, w = np.ones((4, 16, 16, 32), dtype), np.ones((3, 3, 32, 64), dtype)
+    assert "mma.sync" in _ptx(lambda a, b: a @ b, (a, a), tmp_path / "dot")
+    assert "mma.sync" in _ptx(_conv, (x, w), tmp_path / "conv")
+    if dtype == np.float32:
+        highest = _ptx(lambda a, b: jnp.matmul(a, b, precision="highest"), (a, a),
+                       tmp_path / "highest")
+        assert "mma.sync" not in highest

@@ -588,7 +588,8 @@ def _remaining(original: Sequence[int], *removed: Sequence[int]) -> tuple:
     return tuple(d for d in original if d not in gone)
 
 
-def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swap=False):
+def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swap=False,
+                       precision=None):
     """The cotangent of the left operand of dot_general (of the right one when ``swap``)."""
     x_ndim = x_aval.ndim
     y_ndim = aval(y).ndim
@@ -602,7 +603,7 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type,
     dims = ((ans_y, y_kept), (ans_batch, y_batch))
     x_contract_sorted_by_y = [c for _, c in sorted(zip(y_contract, x_contract))]
     out_axes = np.argsort(list(x_batch) + list(x_kept) + x_contract_sorted_by_y)
-    t = P.dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
+    t = P.dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
                              preferred_element_type=None)
     t = P.transpose_p.bind(t, permutation=tuple(int(a) for a in out_axes))
     if aval(t).dtype != x_aval.dtype:
@@ -616,10 +617,12 @@ def _t_dot_general(ct, x, y, *, dimension_numbers, precision=None, preferred_ele
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     t_x = t_y = None
     if is_undefined(x):
-        t_x = _dot_transpose_lhs(ct, aval(x), y, dimension_numbers, preferred_element_type)
+        t_x = _dot_transpose_lhs(ct, aval(x), y, dimension_numbers, preferred_element_type,
+                                 precision=precision)
     if is_undefined(y):
         swapped = ((y_contract, x_contract), (y_batch, x_batch))
-        t_y = _dot_transpose_lhs(ct, aval(y), x, swapped, preferred_element_type, swap=True)
+        t_y = _dot_transpose_lhs(ct, aval(y), x, swapped, preferred_element_type, swap=True,
+                                 precision=precision)
     return [t_x, t_y]
 
 

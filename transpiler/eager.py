@@ -61,7 +61,8 @@ def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[Shap
         static_params = dict(static)
         for name in dyn_counts:
             static_params[name] = params[name]
-        module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params, dyn_counts)
+        module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params, dyn_counts,
+                                         platform=device.platform)
         # compile_mlir makes concurrent requests for one module compile it once.
         vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
                                      cache_text=module.text_without_locations)
@@ -223,8 +224,8 @@ def _apply_static(primitive, arrays: list, avals_out: list, params: dict) -> lis
     out_vars = [Var(a) for a in avals_out]
     closed = ClosedIR(IR([], in_vars, [Eqn(primitive, in_vars, params, out_vars, None)], out_vars),
                       [])
-    module = lower_closed_ir(closed)
     device = arrays[0]._device if arrays else default_device()
+    module = lower_closed_ir(closed, platform=device.platform)
     key = (module.text_without_locations, device)
     exe = _static_programs.get(key)
     if exe is None:

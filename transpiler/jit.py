@@ -368,8 +368,9 @@ class JitFunction:
         """
         static, in_tree, avals = self._abstract_signature(args, kwargs)
         closed, out_tree = self._trace(static, in_tree, avals)
-        return Lowered(closed, out_tree, lower_closed_ir(closed), self, (static, in_tree, avals),
-                       self._device or default_device())
+        device = self._device or default_device()
+        return Lowered(closed, out_tree, lower_closed_ir(closed, platform=device.platform), self,
+                       (static, in_tree, avals), device)
 
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         """The shapes and dtypes of the results, without compiling or running anything."""
@@ -487,7 +488,7 @@ class Compiled:
 def compile_closed_ir(closed: ClosedIR, out_tree, device: Device,
                       lowered: Optional[LoweredModule] = None) -> _Compiled:
     """Lower (unless given), compile and load one traced signature."""
-    lowered = lowered or lower_closed_ir(closed)
+    lowered = lowered or lower_closed_ir(closed, platform=device.platform)
     vmfb = rcompile.compile_mlir(lowered.text, device.compile_flags,
                                  cache_text=lowered.text_without_locations)
     executable = Executable(vmfb, lowered.function, device, closed.out_avals,

@@ -11,6 +11,7 @@ named in ``ctx.dyn`` arrive as i64 function arguments instead of constants.
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import threading
 from typing import Any, Callable, Optional, Sequence
@@ -185,11 +186,18 @@ class RuleContext:
         return tensor_type(self.avals_out[i], self.dynamic)
 
 
+# The platform ("cpu", "cuda", "vulkan") the module being lowered will run on: rules whose best
+# form depends on the hardware read it (float32 contractions on CUDA, see _dot_general_rule).
+# Set by the entry points below for one lowering; sub-lowerings of regions inherit it.
+_platform = contextvars.ContextVar("pyree_lowering_platform", default="cpu")
+
+
 class Lowering:
     """State of one module being built."""
 
     def __init__(self, dynamic: bool = False) -> None:
         self.dynamic = dynamic
+        self.platform = _platform.get()
         # Values that may share storage with the function's inputs (see aliases_input).
         self._input_views: set = set()
         # Whether the code being emitted is inside a loop's body (see control_flow's conds).
@@ -262,8 +270,18 @@ def _finish_module(module, function: str) -> LoweredModule:
                          op_.get_asm(enable_debug_info=False), function)
 
 
-def lower_closed_ir(closed: ClosedIR, function: str = "main") -> LoweredModule:
-    """A module whose function takes (consts..., inputs...) and returns the IR's outputs."""
+def lower_closed_ir(closed: ClosedIR, function: str = "main",
+                    platform: str = "cpu") -> LoweredModule:
+    """A module whose function takes (consts..., inputs...) and returns the IR's outputs, for
+    a device of ``platform``."""
+    token = _platform.set(platform)
+    try:
+        return _lower_closed_ir(closed, function)
+    finally:
+        _platform.reset(token)
+
+
+def _lower_closed_ir(closed: ClosedIR, function: str) -> LoweredModule:
     ir_module = mlir()
     from iree.compiler.dialects import func
 
@@ -284,11 +302,20 @@ def lower_closed_ir(closed: ClosedIR, function: str = "main") -> LoweredModule:
         return _finish_module(module, function)
 
 
-def lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]]) -> LoweredModule:
+def lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]],
+                     platform: str = "cpu") -> LoweredModule:
     """One module of several functions ``(name, closed IR, reflection)`` that take only their
     inputs: the IRs' constants (closed-over weights) are embedded, so the module runs alone.
     ``reflection`` (string -> string) becomes the function's ``iree.reflection`` attributes,
     which IREE's runtime reports for each function of a loaded module."""
+    token = _platform.set(platform)
+    try:
+        return _lower_for_export(functions)
+    finally:
+        _platform.reset(token)
+
+
+def _lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]]) -> LoweredModule:
     ir_module = mlir()
     from iree.compiler.dialects import func
 
@@ -315,12 +342,22 @@ def lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]]) 
 
 def lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
                             avals_out: Sequence[ShapedArray], params: dict,
-                            dyn_params: dict[str, int]) -> LoweredModule:
+                            dyn_params: dict[str, int], platform: str = "cpu") -> LoweredModule:
     """One primitive as a module whose tensors have unknown dimensions (for eager mode).
 
     ``dyn_params`` maps a param name to how many i64 values it contributes; they follow the
     tensor arguments in the function signature, in that order.
     """
+    token = _platform.set(platform)
+    try:
+        return _lower_primitive_dynamic(primitive, avals_in, avals_out, params, dyn_params)
+    finally:
+        _platform.reset(token)
+
+
+def _lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
+                             avals_out: Sequence[ShapedArray], params: dict,
+                             dyn_params: dict[str, int]) -> LoweredModule:
     ir_module = mlir()
     from iree.compiler.dialects import func
 
@@ -1628,6 +1665,9 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
         lhs, rhs = [op("stablehlo.optimization_barrier", [v.type], [v]).result
                     if isinstance(v, mlir().OpResult) else v for v in (lhs, rhs)]
     attributes = {"dot_dimension_numbers": attr}
+    if not narrow and _splits_float32(ctx, precision):
+        return _bf16_split_product(ctx, lhs, rhs, lambda a, b: op(
+            "stablehlo.dot_general", [ctx.out_type()], [a, b], attributes).result)
     if not narrow:
         from pyree.runtime.compile import DATA_TILING_MARK
         # Only a product with two non-trivial free sides gains from IREE's data tiling; a
@@ -1640,6 +1680,39 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
             # A CPU compile configures this product row by row (runtime/compile.py).
             attributes[MATVEC_MARK] = i64_attr(row)
     return op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs], attributes).result
+
+
+# True: float32 contractions below HIGHEST precision take their CUDA form on every platform
+# (tests check its numerics on the CPU, which has no tensor cores).
+SPLIT_FLOAT32_CONTRACTIONS = False
+
+
+def _splits_float32(ctx: RuleContext, precision: Optional[str]) -> bool:
+    """Whether a float32 contraction at ``precision`` runs as bf16 parts (_bf16_split_product):
+    on CUDA below HIGHEST, as JAX's default there is TF32. IREE 3.13 has no TF32 and puts only
+    f16/bf16 contractions on tensor cores (mma.sync); a plain f32 GEMM ran at 4 TFLOP/s on an
+    H200 (JAX: 309, TF32), one with bf16 inputs and f32 results at ~147."""
+    avals = list(ctx.avals_in) + [ctx.avals_out[0]]
+    return ((ctx.lowering.platform == "cuda" or SPLIT_FLOAT32_CONTRACTIONS)
+            and precision != "HIGHEST" and all(a.dtype == _F32 for a in avals))
+
+
+def _bf16_split_product(ctx: RuleContext, lhs, rhs, product: Callable):
+    """A float32 bilinear product (a contraction or a convolution) from bfloat16 parts with
+    float32 accumulation: x = hi + lo with hi = bf16(x) and lo = bf16(x - hi), and
+    x·y ≈ hi_x·hi_y + (hi_x·lo_y + lo_x·hi_y) (JAX's BF16_BF16_F32_X3). Each term keeps
+    about 16 of float32's 24 significand bits, better than TF32's 11 (the class of JAX's GPU
+    default); the dropped lo_x·lo_y is 2^-16 of the product. ``product(a, b)`` builds one
+    product of bf16 operands with a float32 result."""
+    parts = []
+    for x, aval in zip((lhs, rhs), ctx.avals_in):
+        hi = round_to_bf16(ctx, x, aval)
+        rest = hlo("subtract", ctx.type(aval), x, widen_bf16(ctx, hi, aval))
+        parts.append((hi, round_to_bf16(ctx, rest, aval)))
+    (hi_x, lo_x), (hi_y, lo_y) = parts
+    out_type = ctx.out_type()
+    small = hlo("add", out_type, product(hi_x, lo_y), product(lo_x, hi_y))
+    return hlo("add", out_type, product(hi_x, hi_y), small)
 
 
 def _batched_matvec_row(ctx: RuleContext, lc, lb, rc, rb) -> Optional[int]:

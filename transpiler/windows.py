@@ -21,12 +21,15 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from pyree.dtypes import bfloat16
+
 from . import eager
 from . import primitives as P
 from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules, zeros
 from .batching import batching_rules
 from .ir import ShapedArray
-from .lower import hlo, lowering_rules, mlir, op, scalar_like, tensor_type
+from .lower import (_bf16_split_product, _splits_float32, hlo, lowering_rules, mlir, op,
+                    scalar_like, tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
 
@@ -160,18 +163,32 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     ir = mlir()
     lhs_aval, rhs_aval = ctx.avals_in
     out_aval = ctx.avals_out[0]
+    params = dict(window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+                  rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+                  feature_group_count=feature_group_count, batch_group_count=batch_group_count)
+    empty = out_aval.size == 0 or lhs_aval.size == 0 or rhs_aval.size == 0
+    half = {lhs_aval.dtype, rhs_aval.dtype} <= {np.dtype(bfloat16), np.dtype(np.float16)}
+    if ctx.lowering.platform == "cuda" and half and not empty:
+        # Tensor cores: IREE 3.13 puts a convolution of f16/bf16 operands with a float32
+        # result on mma.sync (bf16 3.3 ms against 158 ms for float32 on an H200); with a
+        # half-precision result it failed to compile ("failed to distribute"). Accumulate in
+        # float32, then round once.
+        wide = _real_conv(lhs, rhs, lhs_aval, rhs_aval, out_aval.update(dtype=np.float32),
+                          **params)
+        return wide if out_aval.dtype == np.float32 else hlo("convert", ctx.out_type(), wide)
+    if not empty and _splits_float32(ctx, precision):
+        half_lhs, half_rhs = (a.update(dtype=bfloat16) for a in (lhs_aval, rhs_aval))
+        return _bf16_split_product(ctx, lhs, rhs, lambda x, y: _real_conv(
+            x, y, half_lhs, half_rhs, out_aval, **params))
     if out_aval.dtype != lhs_aval.dtype:
         # A wider result type: compute in it (StableHLO's convolution wants one element type).
         lhs = hlo("convert", tensor_type(lhs_aval.update(dtype=out_aval.dtype)), lhs)
         rhs = hlo("convert", tensor_type(rhs_aval.update(dtype=out_aval.dtype)), rhs)
         lhs_aval = lhs_aval.update(dtype=out_aval.dtype)
         rhs_aval = rhs_aval.update(dtype=out_aval.dtype)
-    if out_aval.size == 0 or lhs_aval.size == 0 or rhs_aval.size == 0:
+    if empty:
         return hlo("broadcast_in_dim", ctx.out_type(), scalar_like(0, out_aval.dtype),
                    broadcast_dimensions=ir.DenseI64ArrayAttr.get([]))
-    params = dict(window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
-                  rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
-                  feature_group_count=feature_group_count, batch_group_count=batch_group_count)
     if out_aval.dtype.kind != "c":
         return _real_conv(lhs, rhs, lhs_aval, rhs_aval, out_aval, **params)
     # IREE 3.13 crashes (segfault in the compiler) on a complex stablehlo.convolution: four

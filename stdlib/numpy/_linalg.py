@@ -36,7 +36,7 @@ def dot(a: Any, b: Any, precision: Any = None, preferred_element_type: Any = Non
     if a_nd == 0 or b_nd == 0:
         return multiply(a, b)
     b_axis = 0 if b_nd == 1 else b_nd - 2
-    return lax.dot_general(a, b, (((a_nd - 1,), (b_axis,)), ((), ())),
+    return lax.dot_general(a, b, (((a_nd - 1,), (b_axis,)), ((), ())), precision,
                            preferred_element_type=preferred_element_type)
 
 
@@ -69,7 +69,7 @@ def matmul(a: Any, b: Any, precision: Any = None, preferred_element_type: Any = 
         a = broadcast_to_shape(a, batch + a_shape[-2:])
         b = broadcast_to_shape(b, batch + b_shape[-2:])
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-    out = lax.dot_general(a, b, dims, preferred_element_type=preferred_element_type)
+    out = lax.dot_general(a, b, dims, precision, preferred_element_type=preferred_element_type)
     out_shape = get_aval(out).shape
     if a_vec and b_vec:
         return lax.reshape(out, out_shape[:-2])
@@ -164,7 +164,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2, precision: Any = None,
                             f"{b_shape}{where(None)}")
     if not a_shape or not b_shape:
         return multiply(a, b)
-    return lax.dot_general(a, b, ((tuple(a_axes), tuple(b_axes)), ((), ())),
+    return lax.dot_general(a, b, ((tuple(a_axes), tuple(b_axes)), ((), ())), precision,
                            preferred_element_type=preferred_element_type)
 
 
@@ -529,7 +529,8 @@ def einsum(subscripts: Any, *operands: Any, out: None = None, optimize: Any = "a
         contract = [c for c in shared if c not in needed]
         dims = ((tuple(tx.index(c) for c in contract), tuple(ty.index(c) for c in contract)),
                 (tuple(tx.index(c) for c in batch), tuple(ty.index(c) for c in batch)))
-        z = lax.dot_general(x, y, dims, preferred_element_type=preferred_element_type)
+        z = lax.dot_general(x, y, dims, precision,
+                            preferred_element_type=preferred_element_type)
         tz = batch + [c for c in tx if c not in shared] + [c for c in ty if c not in shared]
         ops = [op for k, op in enumerate(ops) if k not in (i, j)] + [(z, tz)]
     (x, term), = ops
