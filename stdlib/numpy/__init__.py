@@ -85,6 +85,11 @@ complex128 = _scalar_type("complex128", _np.complex128)
 int_ = int32
 float_ = float32
 complex_ = complex64
+single = float32
+double = float64
+csingle = complex64
+cdouble = complex128
+uint = uint64
 
 dtype = _np.dtype
 result_type = _dtypes.result_type
@@ -100,6 +105,21 @@ inexact = _np.inexact
 complexfloating = _np.complexfloating
 number = _np.number
 generic = _np.generic
+character = _np.character
+flexible = _np.flexible
+object_ = _np.object_
+
+# Host-side helpers that JAX re-exports from NumPy.
+can_cast = _np.can_cast
+iterable = _np.iterable
+printoptions = _np.printoptions
+get_printoptions = _np.get_printoptions
+set_printoptions = _np.set_printoptions
+save = _np.save
+savez = _np.savez
+s_ = _np.s_
+index_exp = _np.index_exp
+euler_gamma = _np.euler_gamma
 
 pi = _np.pi
 e = _np.e
@@ -144,3 +164,43 @@ def ndim(a) -> int:
 def size(a) -> int:
     """The number of elements. Example: ``jnp.size(jnp.ones((2, 3)))`` -> 6"""
     return int(_np.prod(shape(a)))
+
+
+def array_repr(arr, max_line_width=None, precision=None, suppress_small=None) -> str:
+    """NumPy's ``array_repr`` of the values of ``arr`` (concrete arrays only).
+    Example: ``jnp.array_repr(jnp.ones(2))`` -> 'array([1., 1.], dtype=float32)'"""
+    return _np.array_repr(_np.asarray(arr), max_line_width, precision, suppress_small)
+
+
+def array_str(a, max_line_width=None, precision=None, suppress_small=None) -> str:
+    """NumPy's ``array_str`` of the values of ``a`` (concrete arrays only).
+    Example: ``jnp.array_str(jnp.ones(2))`` -> '[1. 1.]'"""
+    return _np.array_str(_np.asarray(a), max_line_width, precision, suppress_small)
+
+
+_ISDTYPE_KINDS = {
+    "bool": lambda d: d == _np.bool_,
+    "signed integer": lambda d: d.kind == "i",
+    "unsigned integer": lambda d: d.kind == "u",
+    "integral": lambda d: d.kind in "iu",
+    "real floating": lambda d: d.kind == "f" or _dtypes.issubdtype(d, _np.floating),
+    "complex floating": lambda d: d.kind == "c",
+    "numeric": lambda d: d.kind in "iufc" or _dtypes.issubdtype(d, _np.floating),
+}
+
+
+def isdtype(dtype, kind) -> bool:
+    """Whether ``dtype`` is of ``kind``: a dtype, one of 'bool', 'signed integer',
+    'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric', or a tuple
+    of these (the Array API). Example: ``jnp.isdtype(jnp.float32, 'real floating')`` -> True"""
+    d = _np.dtype(getattr(dtype, "dtype", dtype))
+    for k in (kind if isinstance(kind, tuple) else (kind,)):
+        if isinstance(k, str):
+            if k not in _ISDTYPE_KINDS:
+                raise ValueError(f"jnp.isdtype: unrecognized kind {k!r}; expected one of "
+                                 f"{sorted(_ISDTYPE_KINDS)}")
+            if _ISDTYPE_KINDS[k](d):
+                return True
+        elif d == _np.dtype(getattr(k, "dtype", k)):
+            return True
+    return False

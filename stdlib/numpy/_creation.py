@@ -6,6 +6,9 @@ __all__ = [
     "eye", "fromfunction", "full", "full_like", "geomspace", "identity", "indices", "linspace",
     "logspace", "meshgrid", "mgrid", "ogrid", "ones", "ones_like", "tri", "tril", "triu", "zeros",
     "zeros_like",
+    "astype", "diag_indices", "diag_indices_from", "frombuffer", "fromiter", "fromstring", "ix_",
+    "load", "mask_indices", "tril_indices", "tril_indices_from", "triu_indices",
+    "triu_indices_from",
 ]
 
 import math
@@ -704,3 +707,218 @@ def copy(a: Any, order: Optional[str] = None) -> Any:
         jnp.copy(x)
     """
     return array(a, copy=True, order=order)
+
+
+def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:
+    """``x`` converted to ``dtype`` (``None``: the default float type), as ``x.astype(dtype)``.
+
+    Example::
+
+        jnp.astype(jnp.array([1.5, -2.5]), jnp.int32)   # [1, -2]
+    """
+    from ._util import check_arraylike
+    check_arraylike("astype", x)
+    want = requested_dtype(float if dtype is None else dtype)
+    return convert(asarray(x), want)
+
+
+# -- index arrays of static shapes --------------------------------------------------------------
+
+def _static_int(value: Any, name: str, what: str) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"jnp.{name}: {what} must be a static integer, got {value!r}"
+                        f"{_where(None)}") from None
+
+
+def _host_indices(name: str, positions: tuple) -> tuple:
+    """Index arrays computed from static sizes (no traced input), as int32 pyree arrays."""
+    return tuple(asarray(np.asarray(p, dtype=np.int32)) for p in positions)
+
+
+def _triangle_indices(name: str, n: Any, k: Any, m: Any, upper: bool) -> tuple:
+    n = _static_int(n, name, "n")
+    k = _static_int(k, name, "k")
+    m = n if m is None else _static_int(m, name, "m")
+    rows, cols = np.meshgrid(np.arange(n), np.arange(m), indexing="ij")
+    keep = (cols - rows >= k) if upper else (cols - rows <= k)
+    return _host_indices(name, (rows[keep], cols[keep]))
+
+
+def tril_indices(n: int, k: int = 0, m: Optional[int] = None) -> tuple:
+    """The (row, column) int32 indices of the lower triangle (on and below diagonal ``k``) of
+    an ``(n, m)`` array, in row-major order.
+
+    Example::
+
+        jnp.tril_indices(3)   # ([0, 1, 1, 2, 2, 2], [0, 0, 1, 0, 1, 2])
+    """
+    return _triangle_indices("tril_indices", n, k, m, upper=False)
+
+
+def triu_indices(n: int, k: int = 0, m: Optional[int] = None) -> tuple:
+    """The (row, column) int32 indices of the upper triangle (on and above diagonal ``k``) of
+    an ``(n, m)`` array, in row-major order.
+
+    Example::
+
+        jnp.triu_indices(3, k=1)   # ([0, 0, 1], [1, 2, 2])
+    """
+    return _triangle_indices("triu_indices", n, k, m, upper=True)
+
+
+def _shape_of_2d(name: str, arr: Any) -> tuple:
+    shape = tuple(arr.shape) if hasattr(arr, "shape") else np.shape(arr)
+    if len(shape) != 2:
+        raise ValueError(f"jnp.{name} requires a 2-dimensional array, got shape {shape}"
+                         f"{_where(None)}")
+    return shape
+
+
+def tril_indices_from(arr: Any, k: int = 0) -> tuple:
+    """``tril_indices`` for the shape of the 2-D array ``arr``.
+
+    Example::
+
+        jnp.tril_indices_from(jnp.ones((2, 3)))   # ([0, 1, 1], [0, 0, 1])
+    """
+    n, m = _shape_of_2d("tril_indices_from", arr)
+    return tril_indices(n, k, m)
+
+
+def triu_indices_from(arr: Any, k: int = 0) -> tuple:
+    """``triu_indices`` for the shape of the 2-D array ``arr``.
+
+    Example::
+
+        jnp.triu_indices_from(jnp.ones((2, 3)))   # ([0, 0, 0, 1, 1], [0, 1, 2, 1, 2])
+    """
+    n, m = _shape_of_2d("triu_indices_from", arr)
+    return triu_indices(n, k, m)
+
+
+def diag_indices(n: int, ndim: int = 2) -> tuple:
+    """``ndim`` copies of ``arange(n)`` (int32): the indices of the main diagonal of an
+    ``(n,) * ndim`` array.
+
+    Example::
+
+        x.at[jnp.diag_indices(3)].set(0.0)   # zero the diagonal of a 3x3 x
+    """
+    n = _static_int(n, "diag_indices", "n")
+    ndim = _static_int(ndim, "diag_indices", "ndim")
+    if n < 0 or ndim < 0:
+        raise ValueError(f"jnp.diag_indices: n and ndim must be non-negative, got n={n}, "
+                         f"ndim={ndim}{_where(None)}")
+    return _host_indices("diag_indices", (np.arange(n),) * ndim)
+
+
+def diag_indices_from(arr: Any) -> tuple:
+    """``diag_indices`` for the array ``arr``, whose dimensions (at least 2) must be equal.
+
+    Example::
+
+        jnp.diag_indices_from(jnp.ones((2, 2)))   # ([0, 1], [0, 1])
+    """
+    shape = tuple(arr.shape) if hasattr(arr, "shape") else np.shape(arr)
+    if len(shape) < 2:
+        raise ValueError(f"jnp.diag_indices_from: input array must be at least 2-d, got "
+                         f"shape {shape}{_where(None)}")
+    if len(set(shape)) != 1:
+        raise ValueError(f"jnp.diag_indices_from: all dimensions of input must be of equal "
+                         f"length, got shape {shape}{_where(None)}")
+    return diag_indices(shape[0], len(shape))
+
+
+def mask_indices(n: int, mask_func: Any, k: int = 0, *, size: Optional[int] = None) -> tuple:
+    """The (row, column) indices where ``mask_func(ones((n, n)), k)`` is nonzero (``size=``
+    as in ``nonzero``, for a ``mask_func`` whose result is traced).
+
+    Example::
+
+        jnp.mask_indices(3, jnp.triu, 1)   # ([0, 0, 1], [1, 2, 2])
+    """
+    from ._sorting import nonzero
+    n = _static_int(n, "mask_indices", "n")
+    mask = mask_func(ones((n, n), dtype=np.int32), k)
+    if get_aval(mask).shape != (n, n):
+        raise ValueError(f"jnp.mask_indices: mask_func must return an ({n}, {n}) array, got "
+                         f"shape {get_aval(mask).shape}{_where(None)}")
+    return nonzero(mask, size=size)
+
+
+def ix_(*args: Any) -> tuple:
+    """Open-mesh index arrays: the i-th of the 1-D sequences gets shape ``(1, .., n_i, .., 1)``,
+    so that ``x[jnp.ix_(rows, cols)]`` is the cross product selection. Boolean masks become
+    their nonzero positions (outside ``jit`` only).
+
+    Example::
+
+        x[jnp.ix_(jnp.array([0, 2]), jnp.array([1, 3]))]   # a 2x2 sub-block of x
+    """
+    from ._sorting import nonzero
+    from ._util import check_arraylike
+    check_arraylike("ix_", *args)
+    out = []
+    for i, a in enumerate(args):
+        a = asarray(a)
+        aval = get_aval(a)
+        if aval.ndim != 1:
+            raise ValueError(f"jnp.ix_: arguments must be 1-dimensional, got argument {i} "
+                             f"with shape {aval.shape}{_where(None)}")
+        if aval.dtype == np.bool_:
+            a = nonzero(a)[0]
+        length = get_aval(a).shape[0]
+        shape = (1,) * i + (length,) + (1,) * (len(args) - i - 1)
+        out.append(lax.reshape(a, shape))
+    return tuple(out)
+
+
+# -- arrays from host data ------------------------------------------------------------------------
+
+def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Any:
+    """An array of the data in a bytes-like ``buffer``, interpreted as ``dtype``.
+
+    Example::
+
+        jnp.frombuffer(b"\\x01\\x02", dtype=jnp.uint8)   # [1, 2]
+    """
+    return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) -> Any:
+    """An array of the numbers in the text ``string``, separated by ``sep``.
+
+    Example::
+
+        jnp.fromstring("1 2 3", dtype=jnp.int32, sep=" ")   # [1, 2, 3]
+    """
+    return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+
+
+def fromiter(*args: Any, **kwargs: Any) -> Any:
+    """Not implemented, as in JAX: consuming an iterator is a side effect that ``jit`` would
+    run once. Use ``jnp.asarray(np.fromiter(...))``.
+
+    Example::
+
+        jnp.asarray(np.fromiter(range(3), dtype=np.int32))
+    """
+    raise NotImplementedError(
+        "jnp.fromiter() is not implemented because it may be non-pure and thus unsafe under "
+        "jit and other pyree transformations. Use jnp.asarray(np.fromiter(...)) instead."
+        f"{_where(None)}")
+
+
+def load(file: Any, *args: Any, **kwargs: Any) -> Any:
+    """``numpy.load``, with arrays made pyree arrays (archives, ``.npz``, stay NumPy's).
+
+    Example::
+
+        jnp.load("weights.npy")
+    """
+    out = np.load(file, *args, **kwargs)
+    if isinstance(out, np.ndarray) and out.dtype != object:
+        return asarray(out)
+    return out

@@ -20,7 +20,10 @@ indices and run-time scalars (``jnp.arange(10)[11]`` is 9; NumPy would raise Ind
 """
 from __future__ import annotations
 
-__all__ = ["take", "take_along_axis"]
+__all__ = [
+    "choose", "compress", "extract", "fill_diagonal", "put", "put_along_axis", "ravel_multi_index",
+    "take", "take_along_axis", "unravel_index",
+]
 
 import operator
 from typing import Any, Callable, Optional
@@ -890,3 +893,353 @@ def take_along_axis(arr: Any, indices: Any, axis: Optional[int], mode: Optional[
     dn = GS.GatherDimensionNumbers((), (axis,), (axis,), tuple(others), tuple(others))
     from pyree._lax_gather import static_fill_value
     return GS.gather(arr, idx, dn, (1,) * aval.ndim, gmode, static_fill_value(fill_value))
+
+
+# -- index arithmetic ---------------------------------------------------------------------------
+
+def _static_dims(dims: Any, name: str) -> tuple:
+    try:
+        return tuple(operator.index(d) for d in (dims if isinstance(dims, (tuple, list)) else
+                                                 (dims,)))
+    except TypeError:
+        raise TypeError(f"jnp.{name}: the shape must be a sequence of static integers, got "
+                        f"{dims!r}{_where(None)}") from None
+
+
+def unravel_index(indices: Any, shape: Any) -> tuple:
+    """The coordinates in an array of ``shape`` of the flat (row-major) ``indices``, one int32
+    array per dimension. As in JAX, negative indices count from the end and out-of-bounds
+    indices are clipped (NumPy raises).
+
+    Example::
+
+        jnp.unravel_index(jnp.array([1, 5]), (2, 3))   # ([0, 1], [1, 2])
+    """
+    from ._creation import asarray
+    from ._ufuncs import clip, floor_divide, remainder, where
+    from ._util import check_arraylike
+    check_arraylike("unravel_index", indices)
+    dims = _static_dims(shape, "unravel_index")
+    idx = asarray(indices)
+    if get_aval(idx).dtype.kind not in "iu":
+        raise TypeError(f"jnp.unravel_index: indices must be integers, got "
+                        f"{get_aval(idx).dtype}{_where(None)}")
+    idx = convert(idx, _index_dtype())
+    total = int(np.prod(dims, dtype=np.int64))
+    if total == 0:
+        raise ValueError(f"jnp.unravel_index: cannot unravel into the empty shape {dims}"
+                         f"{_where(None)}")
+    idx = clip(where(idx < 0, idx + total, idx), 0, total - 1)
+    out = []
+    for d in reversed(dims):
+        out.append(remainder(idx, d))
+        idx = floor_divide(idx, d)
+    return tuple(reversed(out))
+
+
+def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise", order: str = "C", *,
+                      dtype: Any = None) -> Any:
+    """The flat indices into an array of shape ``dims`` of the coordinates ``multi_index``
+    (a sequence of integer arrays, one per dimension). ``mode``: 'raise' (checked outside
+    ``jit`` only; under ``jit`` use another mode), 'wrap' or 'clip'; ``order``: 'C' or 'F'.
+
+    Example::
+
+        jnp.ravel_multi_index((jnp.array([0, 1]), jnp.array([1, 2])), (2, 3))   # [1, 5]
+    """
+    from ._creation import asarray
+    from ._ufuncs import clip, remainder
+    from ._util import check_arraylike, promote_dtypes, requested_dtype
+    dims = _static_dims(dims, "ravel_multi_index")
+    if len(multi_index) != len(dims):
+        raise ValueError(f"jnp.ravel_multi_index: {len(multi_index)} indices for a shape of "
+                         f"{len(dims)} dimensions{_where(None)}")
+    if order not in ("C", "F"):
+        raise ValueError(f"jnp.ravel_multi_index: order must be 'C' or 'F', got {order!r}"
+                         f"{_where(None)}")
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"jnp.ravel_multi_index: invalid mode={mode!r}; expected 'raise', "
+                         f"'wrap' or 'clip'{_where(None)}")
+    check_arraylike("ravel_multi_index", *multi_index)
+    index = [asarray(i) for i in multi_index]
+    for i in index:
+        if get_aval(i).dtype.kind not in "iu":
+            raise TypeError(f"jnp.ravel_multi_index: only integer indices are allowed, got "
+                            f"{get_aval(i).dtype}{_where(None)}")
+    want = requested_dtype(dtype) if dtype is not None else _index_dtype()
+    if mode == "raise":
+        if builtin_any(isinstance(i, Tracer) for i in index):
+            raise ConcretizationTypeError(
+                f"jnp.ravel_multi_index was traced (under jit) with mode='raise', which needs "
+                f"the values of the indices. Use mode='wrap' or mode='clip'.{_where(None)}")
+        for i, d in zip(index, dims):
+            host = np.asarray(i)
+            if host.size and (host.min() < 0 or host.max() >= d):
+                raise ValueError(f"jnp.ravel_multi_index: invalid entry in coordinates array"
+                                 f"{_where(None)}")
+    elif mode == "wrap":
+        index = [remainder(i, d) for i, d in zip(index, dims)]
+    else:
+        index = [clip(i, 0, d - 1) for i, d in zip(index, dims)]
+    index = promote_dtypes(*[convert(i, want) for i in index])
+    strides = []
+    step = 1
+    for d in (reversed(dims) if order == "C" else dims):
+        strides.append(step)
+        step *= d
+    if order == "C":
+        strides.reverse()
+    total = None
+    for i, s in zip(index, strides):
+        term = i * s
+        total = term if total is None else total + term
+    if total is None:
+        return asarray(0, dtype=want)
+    return asarray(total)
+
+
+builtin_any = any
+
+
+# -- functional updates -------------------------------------------------------------------------
+
+def _require_not_inplace(name: str, inplace: bool) -> None:
+    if inplace:
+        raise ValueError(f"jnp.{name} cannot modify arrays in-place, because pyree arrays are "
+                         f"immutable. Pass inplace=False to instead return an updated array."
+                         f"{_where(None)}")
+
+
+def put_along_axis(arr: Any, indices: Any, values: Any, axis: Optional[int],
+                   inplace: bool = True, *, mode: Optional[str] = None) -> Any:
+    """``arr`` with ``values`` written at ``indices`` along ``axis`` (the other axes matched
+    element by element, as ``take_along_axis`` reads). Arrays are immutable: pass
+    ``inplace=False``. ``mode`` as in ``x.at[...].set``.
+
+    Example::
+
+        jnp.put_along_axis(jnp.zeros((2, 3)), jnp.array([[1], [2]]), 5.0, axis=1,
+                           inplace=False)   # [[0, 5, 0], [0, 0, 5]]
+    """
+    from ._creation import arange, asarray
+    from ._util import canonical_axis, check_arraylike
+    _require_not_inplace("put_along_axis", inplace)
+    check_arraylike("put_along_axis", arr, indices, values)
+    arr = asarray(arr)
+    shape = get_aval(arr).shape
+    idx = asarray(indices)
+    if axis is None:
+        flat = lax.reshape(arr, (get_aval(arr).size,))
+        idx = lax.reshape(idx, (get_aval(idx).size,))
+        return lax.reshape(put_along_axis(flat, idx, values, 0, inplace=False, mode=mode), shape)
+    ndim = len(shape)
+    if get_aval(idx).ndim != ndim:
+        raise ValueError(f"jnp.put_along_axis: indices of rank {get_aval(idx).ndim} must have "
+                         f"the rank of the array ({ndim}){_where(None)}")
+    axis = canonical_axis(axis, ndim)
+    index = []
+    for d in range(ndim):
+        if d == axis:
+            index.append(idx)
+        else:
+            index.append(lax.reshape(arange(shape[d]), tuple(shape[d] if e == d else 1
+                                                             for e in range(ndim))))
+    return _IndexUpdateHelper(arr)[tuple(index)].set(values, mode=mode)
+
+
+def put(a: Any, ind: Any, v: Any, mode: Optional[str] = None, *, inplace: bool = True) -> Any:
+    """``a`` with the values ``v`` (repeated as needed) written at the flat indices ``ind``.
+    Arrays are immutable: pass ``inplace=False``. ``mode``: None or 'fill' (out-of-bounds
+    indices are dropped), 'clip' or 'wrap'.
+
+    Example::
+
+        jnp.put(jnp.zeros(4), jnp.array([0, 2]), 1.0, inplace=False)   # [1, 0, 1, 0]
+    """
+    from ._creation import asarray
+    from ._shape import ravel, resize
+    from ._ufuncs import clip, remainder
+    from ._util import check_arraylike
+    _require_not_inplace("put", inplace)
+    check_arraylike("put", a, ind, v)
+    a = asarray(a)
+    flat = ravel(a)
+    n = get_aval(flat).shape[0]
+    ind = ravel(asarray(ind))
+    vals = ravel(asarray(v))
+    count = get_aval(ind).shape[0]
+    if count == 0 or get_aval(vals).shape[0] == 0:
+        return a
+    vals = resize(vals, (count,))
+    if mode == "clip":
+        ind, mode = clip(ind, 0, n - 1), None
+    elif mode == "wrap":
+        ind, mode = remainder(ind, n), None
+    elif mode not in (None, "fill", "drop", "raise"):
+        raise ValueError(f"jnp.put: mode must be None, 'fill', 'clip' or 'wrap', got "
+                         f"{mode!r}{_where(None)}")
+    if mode == "raise":
+        raise NotImplementedError(f"jnp.put: mode='raise' is not supported{_where(None)}")
+    out = _IndexUpdateHelper(flat)[ind].set(vals, mode=mode)
+    return lax.reshape(out, get_aval(a).shape)
+
+
+def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True) -> Any:
+    """``a`` (at least 2-D; all dimensions equal beyond 2-D) with its main diagonal set to
+    ``val`` (repeated as needed). ``wrap`` continues a tall matrix's diagonal after every
+    ``ncols + 1`` rows, as NumPy does. Arrays are immutable: pass ``inplace=False``.
+
+    Example::
+
+        jnp.fill_diagonal(jnp.zeros((3, 3)), 1.0, inplace=False)   # the identity
+    """
+    from ._creation import asarray
+    from ._shape import ravel, resize
+    from ._util import check_arraylike
+    _require_not_inplace("fill_diagonal", inplace)
+    check_arraylike("fill_diagonal", a, val)
+    a = asarray(a)
+    shape = get_aval(a).shape
+    if len(shape) < 2:
+        raise ValueError(f"jnp.fill_diagonal: array must be at least 2-d, got shape {shape}"
+                         f"{_where(None)}")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise ValueError(f"jnp.fill_diagonal: all dimensions of input must be of equal length, "
+                         f"got shape {shape}{_where(None)}")
+    total = int(np.prod(shape))
+    if len(shape) == 2:
+        step = shape[1] + 1
+        end = total if wrap else builtins_min(total, shape[1] * shape[1])
+    else:
+        step = int(sum(np.cumprod((1,) + shape[:-1])))
+        end = total
+    positions = np.arange(0, end, step, dtype=np.int32)
+    if positions.size == 0:
+        return a
+    vals = ravel(convert(asarray(val), get_aval(a).dtype))
+    if get_aval(vals).shape[0] == 0:
+        return a
+    vals = resize(vals, (positions.size,))
+    flat = _IndexUpdateHelper(ravel(a))[positions].set(vals)
+    return lax.reshape(flat, shape)
+
+
+builtins_min = min
+
+
+def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
+    """For each element of the integer array ``a``, the element of ``choices[a]`` at that
+    position (``a`` and all choices broadcast together). ``mode``: 'raise' (checked outside
+    ``jit`` only), 'wrap' or 'clip'.
+
+    Example::
+
+        jnp.choose(jnp.array([0, 1, 0]), [jnp.array([1, 2, 3]), jnp.array([10, 20, 30])])
+        # [1, 20, 3]
+    """
+    from ._creation import asarray
+    from ._shape import stack
+    from ._ufuncs import clip, remainder
+    from ._util import broadcast_shapes, check_arraylike, promote_dtypes
+    if out is not None:
+        raise NotImplementedError(f"jnp.choose: the 'out' argument is not supported"
+                                  f"{_where(None)}")
+    check_arraylike("choose", a, *choices)
+    a = asarray(a)
+    if get_aval(a).dtype.kind not in "iu":
+        raise TypeError(f"jnp.choose: a must be an integer array, got {get_aval(a).dtype}"
+                        f"{_where(None)}")
+    n = len(choices)
+    if n == 0:
+        raise ValueError(f"jnp.choose: choices must not be empty{_where(None)}")
+    if mode == "raise":
+        if isinstance(a, Tracer):
+            raise ConcretizationTypeError(
+                f"jnp.choose was traced (under jit) with mode='raise', which needs the values "
+                f"of a. Use mode='wrap' or mode='clip'.{_where(None)}")
+        host = np.asarray(a)
+        if host.size and (host.min() < 0 or host.max() >= n):
+            raise ValueError(f"jnp.choose: invalid entry in choice array{_where(None)}")
+    elif mode == "wrap":
+        a = remainder(a, n)
+    elif mode == "clip":
+        a = clip(a, 0, n - 1)
+    else:
+        raise ValueError(f"jnp.choose: invalid mode={mode!r}; expected 'raise', 'wrap' or "
+                         f"'clip'{_where(None)}")
+    choices = promote_dtypes(*[asarray(c) for c in choices])
+    shape = broadcast_shapes(get_aval(a).shape, *[get_aval(c).shape for c in choices])
+    choices = [broadcast_to_shape(c, shape) for c in choices]
+    a = broadcast_to_shape(a, shape)
+    table = stack(choices, axis=0)
+    return take_along_axis(table, lax.reshape(a, (1,) + shape), axis=0,
+                           mode="clip")[0] if shape else table[a]
+
+
+def compress(condition: Any, a: Any, axis: Optional[int] = None, *, size: Optional[int] = None,
+             fill_value: Any = 0, out: None = None) -> Any:
+    """The slices of ``a`` along ``axis`` (the flattened ``a`` if None) where the 1-D
+    ``condition`` is true. The length depends on the data: under ``jit`` pass ``size=``; the
+    result is cut or filled (with ``fill_value``) to it.
+
+    Example::
+
+        jnp.compress(jnp.array([True, False, True]), jnp.array([1, 2, 3]))   # [1, 3]
+    """
+    from ._creation import asarray
+    from ._shape import concatenate, moveaxis, ravel
+    from ._sorting import nonzero
+    from ._ufuncs import where
+    from ._util import canonical_axis, check_arraylike
+    if out is not None:
+        raise NotImplementedError(f"jnp.compress: the 'out' argument is not supported"
+                                  f"{_where(None)}")
+    check_arraylike("compress", condition, a)
+    cond = asarray(condition)
+    if get_aval(cond).ndim != 1:
+        raise ValueError(f"jnp.compress: condition must be a 1-D array, got shape "
+                         f"{get_aval(cond).shape}{_where(None)}")
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = canonical_axis(axis, get_aval(a).ndim)
+    a = moveaxis(a, axis, 0)
+    length = get_aval(a).shape[0]
+    m = get_aval(cond).shape[0]
+    if get_aval(cond).dtype != np.bool_:
+        cond = cond != 0
+    if m > length:
+        if isinstance(cond, Tracer):
+            cond = lax.slice(cond, (0,), (length,))
+        elif bool(np.asarray(cond)[length:].any()):
+            raise ValueError(f"jnp.compress: condition has a True entry past the array's "
+                             f"length {length}{_where(None)}")
+        else:
+            cond = lax.slice(cond, (0,), (length,))
+    elif m < length:
+        cond = concatenate([cond, lax.full((length - m,), False, np.dtype(np.bool_))])
+    (idx,) = nonzero(cond, size=size, fill_value=0)
+    picked = take(a, idx, axis=0, mode="clip") if length else a[:get_aval(idx).shape[0]]
+    if size is not None:
+        count = get_aval(idx).shape[0]
+        valid = lax.broadcasted_iota(np.dtype(np.int32), (count,), 0) < \
+            convert(lax.reduce_sum(convert(cond, np.dtype(np.int32)), (0,)), np.dtype(np.int32))
+        valid = lax.reshape(valid, (count,) + (1,) * (get_aval(picked).ndim - 1))
+        picked = where(valid, picked, convert(asarray(fill_value), get_aval(picked).dtype))
+    return moveaxis(picked, 0, axis)
+
+
+def extract(condition: Any, arr: Any, *, size: Optional[int] = None, fill_value: Any = 0) -> Any:
+    """The elements of ``arr`` (flattened) where ``condition`` (flattened) is nonzero; under
+    ``jit`` pass ``size=`` (the result is cut or filled with ``fill_value`` to it).
+
+    Example::
+
+        jnp.extract(jnp.array([[1, 0], [0, 1]]), jnp.arange(4).reshape(2, 2))   # [0, 3]
+    """
+    from ._creation import asarray
+    from ._shape import ravel
+    from ._util import check_arraylike
+    check_arraylike("extract", condition, arr)
+    return compress(ravel(asarray(condition)), ravel(asarray(arr)), size=size,
+                    fill_value=fill_value)

@@ -10,6 +10,8 @@ __all__ = [
     "apply_along_axis", "bincount", "diff", "digitize", "ediff1d", "histogram",
     "histogram_bin_edges", "interp", "polyadd", "polyder", "polyint", "polymul", "polysub",
     "polyval", "vander",
+    "apply_over_axes", "gradient", "packbits", "piecewise", "poly", "polydiv", "polyfit",
+    "trapezoid", "trim_zeros", "unpackbits", "unwrap", "vectorize",
 ]
 
 import operator
@@ -620,3 +622,535 @@ def apply_along_axis(func1d: Callable, axis: int, arr: Any, *args: Any, **kwargs
     for _ in range(axis):
         fn = vmap(fn, in_axes=0, out_axes=0)
     return fn(arr)
+
+
+# -- vectorize ------------------------------------------------------------------------------------
+
+def _parse_signature(signature: str) -> tuple:
+    """'(n),(n,m)->(m)' -> ([('n',), ('n', 'm')], [('m',)])."""
+    import re
+    text = signature.replace(" ", "")
+    match = re.fullmatch(r"((?:\([\w,]*\),?)*)->((?:\([\w,]*\),?)*)", text)
+    if not match:
+        raise ValueError(f"jnp.vectorize: not a valid gufunc signature: {signature!r}"
+                         f"{_where(None)}")
+
+    def groups(part: str) -> list:
+        return [tuple(d for d in g.split(",") if d) for g in re.findall(r"\(([\w,]*)\)", part)]
+
+    return groups(match.group(1)), groups(match.group(2))
+
+
+def vectorize(pyfunc: Callable, *, excluded: Any = frozenset(), signature: Optional[str] = None
+              ) -> Callable:
+    """``pyfunc``, written for single elements (or, with a gufunc ``signature`` such as
+    ``'(n),(n)->()'``, for arrays of the core shapes), mapped with ``vmap`` over the broadcast
+    leading dimensions of its arguments. Positional indices and keyword names in ``excluded``
+    are passed through unmapped.
+
+    Example::
+
+        dot = jnp.vectorize(jnp.dot, signature="(n),(n)->()")
+        dot(jnp.ones((4, 3)), jnp.ones(3))   # shape (4,)
+    """
+    import functools
+    from pyree import vmap
+    from ._util import broadcast_shapes
+    ins, _outs = _parse_signature(signature) if signature is not None else (None, None)
+
+    @functools.wraps(pyfunc)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        positions = [i for i in range(len(args)) if i not in excluded]
+        names = [k for k in kwargs if k not in excluded]
+        values = [asarray(args[i]) for i in positions] + [asarray(kwargs[k]) for k in names]
+        if ins is not None and len(ins) != len(values):
+            raise TypeError(f"jnp.vectorize: wrong number of positional arguments: expected "
+                            f"{len(ins)}, got {len(values)}{_where(None)}")
+        cores = ins if ins is not None else [()] * len(values)
+        sizes: dict = {}
+        loops = []
+        for v, core in zip(values, cores):
+            shape = get_aval(v).shape
+            if len(shape) < len(core):
+                raise ValueError(f"jnp.vectorize: input with shape {shape} has fewer "
+                                 f"dimensions than its core dimensions {core}{_where(None)}")
+            lead = len(shape) - len(core)
+            for name, d in zip(core, shape[lead:]):
+                if sizes.setdefault(name, d) != d:
+                    raise ValueError(f"jnp.vectorize: inconsistent size for core dimension "
+                                     f"{name!r}: {sizes[name]} vs {d}{_where(None)}")
+            loops.append(shape[:lead])
+        loop_shape = broadcast_shapes(*loops) if loops else ()
+        values = [broadcast_to_shape(v, loop_shape + get_aval(v).shape[len(lp):])
+                  for v, lp in zip(values, loops)]
+
+        def call(*vals: Any) -> Any:
+            full = list(args)
+            for i, v in zip(positions, vals):
+                full[i] = v
+            kw = dict(kwargs)
+            kw.update(zip(names, vals[len(positions):]))
+            return pyfunc(*full, **kw)
+
+        fn = call
+        for _ in loop_shape:
+            fn = vmap(fn)
+        return fn(*values)
+
+    return wrapped
+
+
+# -- piecewise ------------------------------------------------------------------------------------
+
+def piecewise(x: Any, condlist: Any, funclist: list, *args: Any, **kw: Any) -> Any:
+    """Elementwise, ``funclist[i](x)`` (or the constant ``funclist[i]``) where ``condlist[i]``
+    holds (the last true condition wins); one extra entry of ``funclist`` is the value where
+    none holds (default 0). The result has ``x``'s dtype.
+
+    Example::
+
+        x = jnp.linspace(-2.0, 2.0, 5)
+        jnp.piecewise(x, [x < 0, x >= 0], [lambda v: -v, lambda v: v ** 2])   # [2, 1, 0, 1, 4]
+    """
+    from ._ufuncs import where
+    check_arraylike("piecewise", x)
+    x = asarray(x)
+    aval = get_aval(x)
+    if isinstance(condlist, (list, tuple)):
+        if aval.ndim and condlist and not isinstance(condlist[0], (list, tuple)) and \
+                np.ndim(condlist[0]) == 0 and not isinstance(condlist[0], (Array, Tracer)):
+            conds = [asarray(condlist)]
+        else:
+            conds = [asarray(c) for c in condlist]
+    else:
+        c = asarray(condlist)
+        conds = [c] if get_aval(c).ndim == aval.ndim else \
+            [c[i] for i in range(get_aval(c).shape[0])]
+    n = len(conds)
+    if len(funclist) not in (n, n + 1):
+        raise ValueError(f"jnp.piecewise: with {n} condition(s), either {n} or {n + 1} "
+                         f"functions are needed, got {len(funclist)}{_where(None)}")
+
+    def value(f: Any) -> Any:
+        out = f(x, *args, **kw) if callable(f) else f
+        return broadcast_to_shape(convert(asarray(out), aval.dtype), aval.shape)
+
+    result = value(funclist[n]) if len(funclist) == n + 1 else value(0)
+    for cond, f in zip(conds, funclist):
+        result = where(convert(cond, np.dtype(np.bool_)), value(f), result)
+    return result
+
+
+# -- calculus -------------------------------------------------------------------------------------
+
+def _along(v: Any, axis: int, ndim: int) -> Any:
+    """The 1-D ``v`` shaped to broadcast along ``axis`` of a rank-``ndim`` array."""
+    n = get_aval(v).shape[0]
+    return lax.reshape(v, tuple(n if d == axis else 1 for d in range(ndim)))
+
+
+def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: Optional[int] = None) -> Any:
+    """The gradient of the sampled ``f`` along each axis: central differences inside, one-sided
+    at the ends; spacings in ``varargs`` are scalars or coordinate arrays (one per axis). A list
+    of arrays for several axes.
+
+    Example::
+
+        jnp.gradient(jnp.array([1.0, 4.0, 9.0, 16.0]))   # [3, 4, 6, 7]
+    """
+    from ._util import canonical_axis as _canon
+    if edge_order is not None and edge_order != 1:
+        raise NotImplementedError(f"jnp.gradient: only edge_order=1 is implemented, got "
+                                  f"{edge_order}{_where(None)}")
+    check_arraylike("gradient", f)
+    (f,) = promote_dtypes_inexact(asarray(f))
+    ndim = get_aval(f).ndim
+    if ndim == 0:
+        raise ValueError(f"jnp.gradient: f must be at least 1-dimensional{_where(None)}")
+    if axis is None:
+        axes = list(range(ndim))
+    elif isinstance(axis, (tuple, list)):
+        axes = [_canon(a, ndim) for a in axis]
+    else:
+        axes = [_canon(axis, ndim)]
+    if len(varargs) == 0:
+        spacings: list = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacings = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        spacings = list(varargs)
+    else:
+        raise TypeError(f"jnp.gradient: expected 0, 1 or {len(axes)} spacings, got "
+                        f"{len(varargs)}{_where(None)}")
+    out = []
+    for ax, h in zip(axes, spacings):
+        n = get_aval(f).shape[ax]
+        if n < 2:
+            raise ValueError(f"jnp.gradient: the size of axis {ax} must be at least 2 (edge "
+                             f"order 1), got {n}{_where(None)}")
+        dtype = get_aval(f).dtype
+        first = _slice_axis(f, ax, 1, 2) - _slice_axis(f, ax, 0, 1)
+        last = _slice_axis(f, ax, n - 1, n) - _slice_axis(f, ax, n - 2, n - 1)
+        if np.ndim(h) == 0:
+            h = convert(asarray(h), dtype)
+            parts = [first / h]
+            if n > 2:
+                parts.append((_slice_axis(f, ax, 2, n) - _slice_axis(f, ax, 0, n - 2)) /
+                             (2.0 * h))
+            parts.append(last / h)
+        else:
+            coords = convert(asarray(h), dtype)
+            if get_aval(coords).shape != (n,):
+                raise ValueError(f"jnp.gradient: coordinates for axis {ax} must have shape "
+                                 f"({n},), got {get_aval(coords).shape}{_where(None)}")
+            dx = diff(coords)
+            parts = [first / _along(dx[:1], ax, ndim)]
+            if n > 2:
+                d1, d2 = _along(dx[:-1], ax, ndim), _along(dx[1:], ax, ndim)
+                parts.append(-d2 / (d1 * (d1 + d2)) * _slice_axis(f, ax, 0, n - 2) +
+                             (d2 - d1) / (d1 * d2) * _slice_axis(f, ax, 1, n - 1) +
+                             d1 / (d2 * (d1 + d2)) * _slice_axis(f, ax, 2, n))
+            parts.append(last / _along(dx[-1:], ax, ndim))
+        out.append(concatenate(parts, ax))
+    return out[0] if len(axes) == 1 else out
+
+
+def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+    """The integral of the samples ``y`` along ``axis`` by the trapezoidal rule, at the
+    coordinates ``x`` (1-D, or of ``y``'s shape) or with the constant spacing ``dx``.
+
+    Example::
+
+        jnp.trapezoid(jnp.array([1.0, 2.0, 3.0]))   # 4.0
+    """
+    from ._reductions import sum as _sum
+    check_arraylike("trapezoid", y)
+    y = asarray(y)
+    ndim = get_aval(y).ndim
+    axis = canonical_axis(axis, ndim)
+    if x is None:
+        check_arraylike("trapezoid", dx)
+        y, d = promote_dtypes_inexact(y, asarray(dx))
+    else:
+        check_arraylike("trapezoid", x)
+        x = asarray(x)
+        if get_aval(x).ndim == 1:
+            y, x = promote_dtypes_inexact(y, x)
+            d = _along(diff(x), axis, ndim)
+        else:
+            y, x = promote_dtypes_inexact(y, x)
+            d = diff(x, axis=axis)
+    n = get_aval(y).shape[axis]
+    if n == 0:
+        return _sum(y, axis=axis)
+    mid = _slice_axis(y, axis, 1, n) + _slice_axis(y, axis, 0, n - 1)
+    return _sum(d * mid, axis=axis) * 0.5
+
+
+def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
+    """``p`` with jumps between neighbours along ``axis`` larger than ``discont`` (default
+    ``period / 2``) removed by adding multiples of ``period``.
+
+    Example::
+
+        jnp.unwrap(jnp.array([0.0, 3.0, 6.5]))   # [0, 3, 0.217]
+    """
+    from ._ufuncs import abs as _abs, maximum, remainder, where
+    from ._windows import cumsum
+    check_arraylike("unwrap", p)
+    p, period_ = promote_dtypes_inexact(asarray(p), asarray(period))
+    ndim = get_aval(p).ndim
+    axis = canonical_axis(axis, ndim)
+    n = get_aval(p).shape[axis]
+    if n < 2:
+        return p
+    half = period_ / 2
+    discont_ = half if discont is None else maximum(convert(asarray(discont),
+                                                            get_aval(p).dtype), half)
+    dd = diff(p, axis=axis)
+    wrapped = remainder(dd + half, period_) - half
+    wrapped = where((wrapped == -half) & (dd > 0), half, wrapped)
+    correction = where(_abs(dd) < discont_, 0, wrapped - dd)
+    zero = zeros(tuple(1 if d == axis else s for d, s in enumerate(get_aval(p).shape)),
+                 get_aval(p).dtype)
+    return p + concatenate([zero, cumsum(correction, axis=axis)], axis)
+
+
+# -- polynomials (more) ---------------------------------------------------------------------------
+
+def poly(seq_of_zeros: Any) -> Any:
+    """The coefficients (highest power first, leading 1) of the monic polynomial with the given
+    roots.
+
+    Example::
+
+        jnp.poly(jnp.array([1.0, 2.0]))   # [1, -3, 2]
+    """
+    check_arraylike("poly", seq_of_zeros)
+    z = asarray(seq_of_zeros)
+    aval = get_aval(z)
+    if aval.ndim == 2 and aval.shape[0] == aval.shape[1] and aval.shape[0] > 0:
+        raise NotImplementedError(f"jnp.poly of a matrix needs its eigenvalues, and "
+                                  f"jnp.linalg.eigvals is not implemented{_where(None)}")
+    if aval.ndim != 1:
+        raise ValueError(f"jnp.poly: input must be 1-D or a square 2-D array, got shape "
+                         f"{aval.shape}{_where(None)}")
+    (z,) = promote_dtypes_inexact(z)
+    dtype = get_aval(z).dtype
+    coeffs = asarray(np.ones(1, dtype))
+    for k in range(aval.shape[0]):
+        root = z[k]
+        zero = zeros((1,), dtype)
+        coeffs = concatenate([coeffs, zero]) - root * concatenate([zero, coeffs])
+    return coeffs
+
+
+def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple:
+    """The quotient and remainder of dividing the polynomial ``u`` by ``v`` (coefficients
+    highest power first). The remainder keeps ``u``'s length (leading zeros) unless
+    ``trim_leading_zeros`` (which needs concrete values).
+
+    Example::
+
+        jnp.polydiv(jnp.array([1.0, 3.0, 2.0]), jnp.array([1.0, 1.0]))   # ([1, 2], [0, 0, 0])
+    """
+    check_arraylike("polydiv", u, v)
+    u, v = promote_dtypes_inexact(asarray(u), asarray(v))
+    m, n = get_aval(u).shape[0] - 1, get_aval(v).shape[0] - 1
+    if n < 0:
+        raise ValueError(f"jnp.polydiv: the divisor must not be empty{_where(None)}")
+    scale = 1.0 / v[0]
+    r = u
+    quotient = []
+    for k in range(builtins_max(m - n + 1, 0)):
+        d = scale * r[k]
+        quotient.append(d)
+        r = r.at[k:k + n + 1].add(-d * v)
+    q = lax.concatenate([lax.reshape(d, (1,)) for d in quotient], 0) if quotient else \
+        zeros((1,), get_aval(u).dtype)
+    if trim_leading_zeros:
+        if isinstance(r, Tracer):
+            raise ConcretizationTypeError(f"jnp.polydiv: trim_leading_zeros=True needs "
+                                          f"concrete values; it cannot be used under jit"
+                                          f"{_where(None)}")
+        host = np.abs(np.asarray(r))
+        tol = 8 * float(dtypes.finfo(get_aval(r).dtype).eps) * builtins_max(
+            float(np.abs(np.asarray(u)).max(initial=0.0)), 1.0)
+        keep = np.flatnonzero(host > tol)
+        start = int(keep[0]) if keep.size else get_aval(r).shape[0] - 1
+        r = r[start:]
+    return q, r
+
+
+builtins_max = max
+
+
+def polyfit(x: Any, y: Any, deg: int, rcond: Optional[float] = None, full: bool = False,
+            w: Any = None, cov: Any = False) -> Any:
+    """The least-squares polynomial of degree ``deg`` through the points (``x``, ``y``)
+    (``y`` may hold several data sets as columns), highest power first; ``w`` weights the
+    residuals. ``full`` also returns (residuals, rank, singular values, rcond); ``cov`` also
+    returns the coefficients' covariance matrix (``cov='unscaled'``: without the residual
+    scale factor).
+
+    Example::
+
+        jnp.polyfit(jnp.arange(4.0), jnp.array([1.0, 3.0, 5.0, 7.0]), 1)   # [2, 1]
+    """
+    from ._linalg import matmul
+    from ._reductions import sum as _sum
+    from ._ufuncs import sqrt
+    from .linalg import inv, lstsq
+    check_arraylike("polyfit", x, y)
+    x, y = promote_dtypes_inexact(asarray(x), asarray(y))
+    deg = operator.index(deg)
+    if deg < 0:
+        raise ValueError(f"jnp.polyfit: expected deg >= 0, got {deg}{_where(None)}")
+    if get_aval(x).ndim != 1:
+        raise TypeError(f"jnp.polyfit: expected 1-D vector for x{_where(None)}")
+    if get_aval(x).shape[0] == 0:
+        raise TypeError(f"jnp.polyfit: expected non-empty vector for x{_where(None)}")
+    if get_aval(y).ndim not in (1, 2):
+        raise TypeError(f"jnp.polyfit: expected 1-D or 2-D array for y{_where(None)}")
+    n = get_aval(x).shape[0]
+    if get_aval(y).shape[0] != n:
+        raise TypeError(f"jnp.polyfit: expected x and y to have same length{_where(None)}")
+    order = deg + 1
+    dtype = get_aval(x).dtype
+    if rcond is None:
+        rcond = n * float(dtypes.finfo(dtype).eps)
+    lhs = vander(x, order)
+    rhs = y
+    if w is not None:
+        check_arraylike("polyfit", w)
+        (w,) = promote_dtypes_inexact(asarray(w))
+        if get_aval(w).shape != (n,):
+            raise TypeError(f"jnp.polyfit: expected a 1-D w of length {n}{_where(None)}")
+        lhs = lhs * lax.reshape(w, (n, 1))
+        rhs = rhs * (w if get_aval(y).ndim == 1 else lax.reshape(w, (n, 1)))
+    scale = sqrt(_sum(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = lstsq(lhs, rhs, rcond, numpy_resid=True)
+    c = c / (scale if get_aval(c).ndim == 1 else lax.reshape(scale, (order, 1)))
+    if full:
+        return c, resids, rank, s, asarray(rcond, dtype=dtype)
+    if cov:
+        base = inv(matmul(lax.transpose(lhs, (1, 0)), lhs))
+        base = base / (lax.reshape(scale, (order, 1)) * lax.reshape(scale, (1, order)))
+        if cov == "unscaled":
+            factor = asarray(1.0, dtype=dtype)
+        else:
+            if n <= order:
+                raise ValueError(f"jnp.polyfit: the number of data points must exceed order "
+                                 f"to scale the covariance matrix{_where(None)}")
+            factor = resids / (n - order)
+        if get_aval(y).ndim == 1:
+            return c, base * (lax.reshape(factor, ()) if get_aval(asarray(factor)).ndim
+                              else factor)
+        return c, lax.reshape(base, (order, order, 1)) * factor
+    return c
+
+
+# -- odds and ends --------------------------------------------------------------------------------
+
+def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
+    """``filt`` without its leading ('f') and/or trailing ('b') zeros (along each of ``axis``,
+    default all: the slices that are zero throughout). The result's shape depends on the
+    values, so ``filt`` must be concrete (not usable under ``jit``).
+
+    Example::
+
+        jnp.trim_zeros(jnp.array([0, 1, 0, 2, 0]))   # [1, 0, 2]
+    """
+    check_arraylike("trim_zeros", filt)
+    if isinstance(filt, Tracer):
+        raise ConcretizationTypeError(f"jnp.trim_zeros: the result's shape depends on the "
+                                      f"values of a traced array; it cannot be used under jit"
+                                      f"{_where(None)}")
+    trim = trim.lower()
+    if not set(trim) <= {"f", "b"}:
+        raise ValueError(f"jnp.trim_zeros: unexpected character(s) in trim: {trim!r}"
+                         f"{_where(None)}")
+    a = asarray(filt)
+    ndim = get_aval(a).ndim
+    if ndim == 0:
+        raise ValueError(f"jnp.trim_zeros: filt must be at least 1-D{_where(None)}")
+    axes = range(ndim) if axis is None else [canonical_axis(ax, ndim) for ax in
+                                             (axis if isinstance(axis, (tuple, list))
+                                              else (axis,))]
+    nonzero = np.asarray(a) != 0  # concrete: only the slice bounds are read on the host
+    index = [slice(None)] * ndim
+    for ax in axes:
+        other = tuple(d for d in range(ndim) if d != ax)
+        hits = np.flatnonzero(nonzero.any(axis=other) if other else nonzero)
+        if hits.size == 0:
+            index[ax] = slice(0, 0)
+            continue
+        start = int(hits[0]) if "f" in trim else 0
+        stop = int(hits[-1]) + 1 if "b" in trim else get_aval(a).shape[ax]
+        index[ax] = slice(start, stop)
+    return a[tuple(index)]
+
+
+def apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
+    """``func(a, axis)`` applied for each of ``axes`` in turn, each result keeping the rank
+    (a reduced axis is restored with length 1).
+
+    Example::
+
+        jnp.apply_over_axes(jnp.sum, jnp.ones((2, 3, 4)), [0, 2]).shape   # (1, 3, 1)
+    """
+    check_arraylike("apply_over_axes", a)
+    a = asarray(a)
+    for ax in (axes if isinstance(axes, (tuple, list)) else [axes]):
+        ndim = get_aval(a).ndim
+        ax = canonical_axis(ax, ndim)
+        b = asarray(func(a, ax))
+        if get_aval(b).ndim == ndim - 1:
+            shape = list(get_aval(b).shape)
+            shape.insert(ax, 1)
+            b = lax.reshape(b, tuple(shape))
+        elif get_aval(b).ndim != ndim:
+            raise ValueError(f"jnp.apply_over_axes: function is not returning an array of the "
+                             f"correct shape{_where(None)}")
+        a = b
+    return a
+
+
+def _bit_axis(name: str, a: Any, axis: Any) -> tuple:
+    from ._shape import moveaxis
+    a = asarray(a)
+    if axis is None:
+        return ravel(a), 0, None
+    axis = canonical_axis(axis, get_aval(a).ndim)
+    return moveaxis(a, axis, -1), axis, moveaxis
+
+
+def packbits(a: Any, axis: Optional[int] = None, bitorder: str = "big") -> Any:
+    """The booleans ``a != 0`` packed eight to a uint8 along ``axis`` (flattened if None),
+    the last byte padded with zeros; ``bitorder`` 'big' puts the first element in the high bit.
+
+    Example::
+
+        jnp.packbits(jnp.array([1, 0, 1, 1, 1, 0, 0, 1, 1]))   # [185, 128]
+    """
+    check_arraylike("packbits", a)
+    a = asarray(a)
+    if get_aval(a).dtype.kind not in "biu":
+        raise TypeError(f"jnp.packbits: expected an input array of integer or boolean data "
+                        f"type, got {get_aval(a).dtype}{_where(None)}")
+    if bitorder not in ("big", "little"):
+        raise ValueError(f"jnp.packbits: bitorder must be 'big' or 'little', got "
+                         f"{bitorder!r}{_where(None)}")
+    u8 = np.dtype(np.uint8)
+    moved, axis_, move = _bit_axis("packbits", a, axis)
+    bits = convert(moved != 0, u8)
+    shape = get_aval(bits).shape
+    n = shape[-1]
+    pad = -n % 8
+    if pad:
+        bits = concatenate([bits, zeros(shape[:-1] + (pad,), u8)], -1)
+    bits = lax.reshape(bits, shape[:-1] + ((n + pad) // 8, 8))
+    weights = np.array([128, 64, 32, 16, 8, 4, 2, 1], np.uint8)
+    if bitorder == "little":
+        weights = weights[::-1]
+    from ._reductions import sum as _sum
+    packed = _sum(bits * asarray(weights.copy()), axis=-1, dtype=u8)
+    return packed if move is None else move(packed, -1, axis_)
+
+
+def unpackbits(a: Any, axis: Optional[int] = None, count: Optional[int] = None,
+               bitorder: str = "big") -> Any:
+    """The bits of the uint8 array ``a`` as uint8 zeros and ones along ``axis`` (flattened if
+    None), eight per byte, cut or zero-padded to ``count`` (negative: that many dropped).
+
+    Example::
+
+        jnp.unpackbits(jnp.array([3], jnp.uint8))   # [0, 0, 0, 0, 0, 0, 1, 1]
+    """
+    check_arraylike("unpackbits", a)
+    a = asarray(a)
+    if get_aval(a).dtype != np.uint8:
+        raise TypeError(f"jnp.unpackbits: expected an input array of unsigned byte data type, "
+                        f"got {get_aval(a).dtype}{_where(None)}")
+    if bitorder not in ("big", "little"):
+        raise ValueError(f"jnp.unpackbits: bitorder must be 'big' or 'little', got "
+                         f"{bitorder!r}{_where(None)}")
+    u8 = np.dtype(np.uint8)
+    moved, axis_, move = _bit_axis("unpackbits", a, axis)
+    shape = get_aval(moved).shape
+    shifts = np.arange(7, -1, -1, dtype=np.uint8) if bitorder == "big" else \
+        np.arange(8, dtype=np.uint8)
+    expanded = lax.broadcast_in_dim(moved, shape + (8,), tuple(range(len(shape))))
+    bits = lax.shift_right_logical(expanded, lax.broadcast_in_dim(
+        asarray(shifts), shape + (8,), (len(shape),))) & asarray(np.uint8(1))
+    total = shape[-1] * 8
+    bits = lax.reshape(bits, shape[:-1] + (total,))
+    if count is not None:
+        count = operator.index(count)
+        want = count if count >= 0 else builtins_max(total + count, 0)
+        if want <= total:
+            bits = _slice_axis(bits, len(shape) - 1, 0, want)
+        else:
+            bits = concatenate([bits, zeros(shape[:-1] + (want - total,), u8)], -1)
+    return bits if move is None else move(bits, -1, axis_)

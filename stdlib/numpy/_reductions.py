@@ -6,6 +6,7 @@ __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "max", "mean",
     "min", "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd",
     "nansum", "nanvar", "prod", "ptp", "std", "sum", "var",
+    "corrcoef", "cov",
 ]
 
 import builtins
@@ -530,3 +531,120 @@ def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     check_arraylike("count_nonzero", a)
     nonzero = convert(a, np.dtype(np.bool_))
     return sum(convert(nonzero, dtypes.canonicalize_dtype(int)), axis=axis, keepdims=keepdims)
+
+
+# -- covariance ---------------------------------------------------------------------------------
+
+def _variables(name: str, x: Any, rowvar: bool) -> Any:
+    """``x`` as a 2-D (variables, observations) array."""
+    from ._creation import asarray
+    x = asarray(x)
+    aval = get_aval(x)
+    if aval.ndim > 2:
+        raise ValueError(f"jnp.{name}: m has more than 2 dimensions (shape {aval.shape})")
+    if aval.ndim < 2:
+        x = lax.reshape(x, (1, aval.size))
+    elif not rowvar and aval.shape[0] != 1:
+        x = lax.transpose(x, (1, 0))
+    return x
+
+
+def _weights(name: str, w: Any, n: int, integer: bool) -> Any:
+    from ._creation import asarray
+    w = asarray(w)
+    aval = get_aval(w)
+    if aval.ndim > 1:
+        raise RuntimeError(f"jnp.{name}: cannot handle multidimensional weights")
+    if aval.shape[0] != n:
+        raise RuntimeError(f"jnp.{name}: incompatible numbers of samples and weights "
+                           f"({n} vs {aval.shape[0]})")
+    if integer and aval.dtype.kind not in "iub":
+        raise TypeError(f"jnp.{name}: fweights must be integer, got {aval.dtype}")
+    return w
+
+
+def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
+        ddof: Optional[int] = None, fweights: Any = None, aweights: Any = None,
+        dtype: Any = None) -> Any:
+    """The covariance matrix of the variables in the rows of ``m`` (columns if not ``rowvar``),
+    ``y`` adding more variables; normalised by ``N - ddof`` (``ddof`` defaults to 1, 0 with
+    ``bias``), with optional integer frequency weights and observation weights. A single
+    variable gives a scalar.
+
+    Example::
+
+        jnp.cov(jnp.array([[0., 1., 2.], [2., 1., 0.]]))   # [[1, -1], [-1, 1]]
+    """
+    from ._creation import asarray
+    from ._linalg import matmul
+    from ._ufuncs import conj, maximum
+    from ._util import promote_dtypes_inexact
+    check_arraylike("cov", m)
+    x = _variables("cov", m, rowvar)
+    if y is not None:
+        check_arraylike("cov", y)
+        y = _variables("cov", y, rowvar)
+        x, y = _promote_pair(x, y)
+        x = lax.concatenate([x, y], 0)
+    want = requested_dtype(dtype)
+    if want is not None:
+        x = convert(x, want)
+    (x,) = promote_dtypes_inexact(x)
+    n = get_aval(x).shape[1]
+    if ddof is None:
+        ddof = 0 if bias else 1
+    w = None
+    if fweights is not None:
+        check_arraylike("cov", fweights)
+        w = _weights("cov", fweights, n, integer=True)
+    if aweights is not None:
+        check_arraylike("cov", aweights)
+        aw = _weights("cov", aweights, n, integer=False)
+        w = aw if w is None else w * aw
+    if w is None:
+        avg = mean(x, axis=1)
+        fact = asarray(n - ddof, dtype=get_aval(x).dtype)
+    else:
+        (w,) = promote_dtypes_inexact(w)
+        w = convert(w, np.dtype(dtypes.finfo(get_aval(x).dtype).dtype))
+        w_sum = sum(w)
+        avg = sum(x * w, axis=1) / w_sum
+        if ddof == 0:
+            fact = w_sum
+        elif aweights is None:
+            fact = w_sum - ddof
+        else:
+            fact = w_sum - ddof * sum(w * convert(asarray(aweights), get_aval(w).dtype)) / w_sum
+    fact = maximum(fact, 0)
+    x = x - lax.reshape(avg, (get_aval(avg).shape[0], 1))
+    xw = x if w is None else x * w
+    c = matmul(xw, lax.transpose(conj(x), (1, 0))) / fact
+    return c[0, 0] if get_aval(c).shape == (1, 1) else c
+
+
+def _promote_pair(x: Any, y: Any) -> tuple:
+    from ._util import promote_dtypes
+    return tuple(promote_dtypes(x, y))
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
+    """Pearson correlation coefficients of the variables in the rows of ``x`` (columns if not
+    ``rowvar``): ``cov`` normalised by the standard deviations, clipped to [-1, 1].
+
+    Example::
+
+        jnp.corrcoef(jnp.array([[0., 1., 2.], [2., 1.5, 0.]]))   # [[1, -0.99], [-0.99, 1]]
+    """
+    from ._creation import diagonal
+    from ._ufuncs import clip, real, imag, sqrt
+    check_arraylike("corrcoef", x)
+    c = cov(x, y, rowvar, dtype=dtype)
+    aval = get_aval(c)
+    if aval.ndim == 0:
+        return c / c
+    std = sqrt(real(diagonal(c)))
+    k = aval.shape[0]
+    c = c / lax.reshape(std, (k, 1)) / lax.reshape(std, (1, k))
+    if aval.dtype.kind == "c":
+        return lax.complex(clip(real(c), -1, 1), clip(imag(c), -1, 1))
+    return clip(c, -1, 1)

@@ -8,6 +8,7 @@ __all__ = [
     "matrix_transpose", "moveaxis", "pad", "permute_dims", "ravel", "repeat", "reshape", "resize",
     "roll", "rot90", "row_stack", "split", "squeeze", "stack", "swapaxes", "tile", "transpose",
     "unstack", "vsplit", "vstack",
+    "concat", "rollaxis",
 ]
 
 import math
@@ -1275,3 +1276,39 @@ def _pad_stat(x: Any, axis: int, lo: int, hi: int, mode: str, lengths: tuple) ->
     else:
         pieces.insert(0, x)
     return lax.concatenate(pieces, axis)
+
+
+def concat(arrays: Any, /, *, axis: Optional[int] = 0) -> Any:
+    """The Array API's name for ``concatenate``: join ``arrays`` along ``axis`` (None:
+    flattened first).
+
+    Example::
+
+        jnp.concat([jnp.ones(2), jnp.zeros(3)])   # [1, 1, 0, 0, 0]
+    """
+    return concatenate(arrays, axis=axis)
+
+
+def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
+    """``a`` with ``axis`` moved to lie before position ``start`` (NumPy's older spelling of
+    ``moveaxis``).
+
+    Example::
+
+        jnp.rollaxis(jnp.ones((2, 3, 4)), 2).shape      # (4, 2, 3)
+        jnp.rollaxis(jnp.ones((2, 3, 4)), 0, 3).shape   # (3, 4, 2)
+    """
+    check_arraylike("rollaxis", a)
+    from ._creation import asarray
+    a = asarray(a)
+    ndim = get_aval(a).ndim
+    axis = canonical_axis(axis, ndim)
+    start = operator.index(start)
+    if not -ndim <= start <= ndim:
+        raise np.exceptions.AxisError(f"rollaxis: start {start} is out of bounds for array of "
+                                      f"dimension {ndim}")
+    if start < 0:
+        start += ndim
+    if start > axis:
+        start -= 1
+    return moveaxis(a, axis, start)

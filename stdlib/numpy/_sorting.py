@@ -11,6 +11,8 @@ from __future__ import annotations
 __all__ = [
     "argsort", "argwhere", "flatnonzero", "lexsort", "median", "nanmedian", "nanpercentile",
     "nanquantile", "nonzero", "percentile", "quantile", "searchsorted", "sort", "unique",
+    "argpartition", "intersect1d", "isin", "partition", "setdiff1d", "setxor1d", "sort_complex",
+    "union1d", "unique_all", "unique_counts", "unique_inverse", "unique_values",
 ]
 
 import builtins
@@ -711,3 +713,304 @@ def nanmedian(a: Any, axis: Any = None, out: None = None, overwrite_input: bool 
     """
     return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True, out,
                      overwrite_input)
+
+
+# -- the Array API's unique_* ---------------------------------------------------------------------
+
+from collections import namedtuple as _namedtuple  # noqa: E402
+
+UniqueAllResult = _namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices",
+                                                  "counts"])
+UniqueCountsResult = _namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = _namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+
+
+def unique_all(x: Any, /, *, size: Optional[int] = None, fill_value: Any = None
+               ) -> UniqueAllResult:
+    """The sorted distinct values of ``x`` (NaNs each distinct), the index of each one's first
+    occurrence in the flattened ``x``, the inverse map (of ``x``'s shape) and the counts
+    (``size=``/``fill_value=`` as in ``unique``).
+
+    Example::
+
+        jnp.unique_all(jnp.array([3, 1, 3])).counts   # [1, 2]
+    """
+    values, indices, inverse, counts = unique(
+        x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False,
+        size=size, fill_value=fill_value)
+    return UniqueAllResult(values, indices, lax.reshape(inverse, get_aval(x).shape
+                                                        if hasattr(x, "shape") else ()), counts)
+
+
+def unique_counts(x: Any, /, *, size: Optional[int] = None, fill_value: Any = None
+                  ) -> UniqueCountsResult:
+    """The sorted distinct values of ``x`` and how often each occurs.
+
+    Example::
+
+        jnp.unique_counts(jnp.array([3, 1, 3]))   # values [1, 3], counts [1, 2]
+    """
+    values, counts = unique(x, return_counts=True, equal_nan=False, size=size,
+                            fill_value=fill_value)
+    return UniqueCountsResult(values, counts)
+
+
+def unique_inverse(x: Any, /, *, size: Optional[int] = None, fill_value: Any = None
+                   ) -> UniqueInverseResult:
+    """The sorted distinct values of ``x`` and, for each element of ``x`` (same shape), the
+    index of its value among them.
+
+    Example::
+
+        jnp.unique_inverse(jnp.array([3, 1, 3])).inverse_indices   # [1, 0, 1]
+    """
+    values, inverse = unique(x, return_inverse=True, equal_nan=False, size=size,
+                             fill_value=fill_value)
+    shape = get_aval(_array("unique_inverse", x)).shape
+    return UniqueInverseResult(values, lax.reshape(inverse, shape))
+
+
+def unique_values(x: Any, /, *, size: Optional[int] = None, fill_value: Any = None) -> Any:
+    """The sorted distinct values of ``x`` (NaNs each distinct).
+
+    Example::
+
+        jnp.unique_values(jnp.array([3, 1, 3]))   # [1, 3]
+    """
+    return unique(x, equal_nan=False, size=size, fill_value=fill_value)
+
+
+# -- membership and set operations ----------------------------------------------------------------
+
+_ISIN_DENSE_ELEMENTS = 1 << 22
+
+
+def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False,
+         *, method: str = "auto") -> Any:
+    """Elementwise, whether each element of ``element`` occurs in ``test_elements`` (the
+    negation with ``invert``); the result has ``element``'s shape. NaN is in nothing.
+
+    Example::
+
+        jnp.isin(jnp.array([1, 2, 3]), jnp.array([2, 4]))   # [False, True, False]
+    """
+    from ._creation import asarray
+    from ._util import promote_dtypes
+    check_arraylike("isin", element, test_elements)
+    e, t = promote_dtypes(asarray(element), asarray(test_elements))
+    shape = get_aval(e).shape
+    e, t = _ravel(e), _ravel(t)
+    n, m = get_aval(e).shape[0], get_aval(t).shape[0]
+    if m == 0 or n == 0:
+        found = P.broadcast_in_dim_p.bind(False, shape=(n,), broadcast_dimensions=())
+    elif n * m <= _ISIN_DENSE_ELEMENTS:
+        rows = P.broadcast_in_dim_p.bind(e, shape=(n, m), broadcast_dimensions=(0,))
+        cols = P.broadcast_in_dim_p.bind(t, shape=(n, m), broadcast_dimensions=(1,))
+        found = P.reduce_or_p.bind(P.eq_p.bind(rows, cols), axes=(1,))
+    else:
+        table = sort(t)
+        pos = searchsorted(table, e)
+        pos = P.min_p.bind(pos, typed_scalar(m - 1, _I32))
+        from ._indexing import take
+        found = P.eq_p.bind(take(table, pos, mode="clip"), e)
+    if invert:
+        found = P.not_p.bind(found)
+    return lax.reshape(found, shape)
+
+
+def _compact_unique(name: str, values: Any, keep: Any, size: Optional[int], fill_value: Any,
+                    default_fill: str = "first") -> tuple:
+    """The sorted distinct ``values[keep]`` (1-D): (result, first positions in ``values``,
+    count, length). Cut to the count eagerly, to ``size=`` (filled) under jit."""
+    from ._creation import asarray
+    n = get_aval(values).shape[0]
+    positions = _iota((n,), 0)
+    if n == 0:
+        length = size or 0
+        if length and fill_value is None and default_fill == "first":
+            raise ValueError(f"jnp.{name}: for zero-sized input with nonzero size argument, "
+                             f"fill_value must be specified{_where(None)}")
+        filler = 0 if fill_value is None else fill_value
+        out = P.broadcast_in_dim_p.bind(convert(asarray(filler), get_aval(values).dtype),
+                                        shape=(length,), broadcast_dimensions=())
+        zero = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(length,),
+                                         broadcast_dimensions=())
+        return out, zero, typed_scalar(0, _I32), length
+    drop, sorted_values, sorted_positions = _sort([P.not_p.bind(keep), values, positions], 0,
+                                                  num_keys=2)
+    kept = P.not_p.bind(drop)
+    if n > 1:
+        differs = _not_equal_sorted(lax.slice(sorted_values, (1,), (n,)),
+                                    lax.slice(sorted_values, (0,), (n - 1,)), True)
+        first = P.broadcast_in_dim_p.bind(True, shape=(1,), broadcast_dimensions=())
+        differs = lax.concatenate([first, differs], 0)
+        is_new = P.and_p.bind(kept, differs)
+    else:
+        is_new = kept
+    count = _count(is_new, (0,))
+    _, result, first_pos = _sort([P.not_p.bind(is_new), sorted_values, sorted_positions], 0)
+    length = _concrete_count(count, name) if size is None else size
+    result, first_pos = _resize_last(result, length), _resize_last(first_pos, length)
+    if size is not None and length:
+        valid = P.lt_p.bind(_iota((length,), 0), count)
+        if fill_value is None:
+            filler = (lax.broadcast_in_dim(lax.slice(result, (0,), (1,)), (length,), (0,))
+                      if default_fill == "first" else
+                      P.broadcast_in_dim_p.bind(typed_scalar(0, get_aval(result).dtype),
+                                                shape=(length,), broadcast_dimensions=()))
+        else:
+            filler = P.broadcast_in_dim_p.bind(
+                convert(asarray(fill_value), get_aval(result).dtype), shape=(length,),
+                broadcast_dimensions=())
+        result = P.select_p.bind(valid, result, filler)
+    return result, first_pos, count, length
+
+
+def _flat_pair(name: str, ar1: Any, ar2: Any) -> tuple:
+    from ._creation import asarray
+    from ._util import promote_dtypes
+    check_arraylike(name, ar1, ar2)
+    a, b = promote_dtypes(asarray(ar1), asarray(ar2))
+    return _ravel(a), _ravel(b)
+
+
+def union1d(ar1: Any, ar2: Any, *, size: Optional[int] = None, fill_value: Any = None) -> Any:
+    """The sorted distinct values found in either array. Under ``jit`` pass ``size=``: the
+    result is cut or filled (``fill_value``, by default the smallest value) to it.
+
+    Example::
+
+        jnp.union1d(jnp.array([3, 1]), jnp.array([2, 1]))   # [1, 2, 3]
+    """
+    a, b = _flat_pair("union1d", ar1, ar2)
+    both = lax.concatenate([a, b], 0)
+    keep = P.broadcast_in_dim_p.bind(True, shape=get_aval(both).shape, broadcast_dimensions=())
+    return _compact_unique("union1d", both, keep, _static_size(size, "union1d"), fill_value)[0]
+
+
+def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: Optional[int] = None,
+              fill_value: Any = None) -> Any:
+    """The sorted distinct values of ``ar1`` not in ``ar2``. Under ``jit`` pass ``size=``: the
+    result is cut or filled (``fill_value``, by default 0) to it.
+
+    Example::
+
+        jnp.setdiff1d(jnp.array([1, 2, 3, 2]), jnp.array([2]))   # [1, 3]
+    """
+    a, b = _flat_pair("setdiff1d", ar1, ar2)
+    keep = isin(a, b, invert=True)
+    return _compact_unique("setdiff1d", a, keep, _static_size(size, "setdiff1d"), fill_value,
+                           default_fill="zero")[0]
+
+
+def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: Optional[int] = None,
+             fill_value: Any = None) -> Any:
+    """The sorted distinct values in exactly one of the arrays. Under ``jit`` pass ``size=``:
+    the result is cut or filled (``fill_value``, by default the smallest value) to it.
+
+    Example::
+
+        jnp.setxor1d(jnp.array([1, 2, 3]), jnp.array([2, 4]))   # [1, 3, 4]
+    """
+    a, b = _flat_pair("setxor1d", ar1, ar2)
+    both = lax.concatenate([a, b], 0)
+    keep = lax.concatenate([isin(a, b, invert=True), isin(b, a, invert=True)], 0)
+    return _compact_unique("setxor1d", both, keep, _static_size(size, "setxor1d"),
+                           fill_value)[0]
+
+
+def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False,
+                *, size: Optional[int] = None, fill_value: Any = None) -> Any:
+    """The sorted distinct values found in both arrays, and with ``return_indices`` the index
+    of each one's first occurrence in the flattened ``ar1`` and ``ar2``. Under ``jit`` pass
+    ``size=``: the result is cut or filled (``fill_value``, by default the smallest value;
+    indices with the arrays' lengths) to it.
+
+    Example::
+
+        jnp.intersect1d(jnp.array([3, 1, 2]), jnp.array([1, 3, 7]))   # [1, 3]
+    """
+    a, b = _flat_pair("intersect1d", ar1, ar2)
+    size = _static_size(size, "intersect1d")
+    keep = isin(a, b)
+    values, first_a, count, length = _compact_unique("intersect1d", a, keep, size, fill_value)
+    if not return_indices:
+        return values
+    n1, n2 = get_aval(a).shape[0], get_aval(b).shape[0]
+    if length == 0 or n2 == 0:
+        empty = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(length,),
+                                          broadcast_dimensions=())
+        return values, empty, empty
+    # First occurrence in ar2: the smallest position whose value matches.
+    rows = P.broadcast_in_dim_p.bind(values, shape=(length, n2), broadcast_dimensions=(0,))
+    cols = P.broadcast_in_dim_p.bind(b, shape=(length, n2), broadcast_dimensions=(1,))
+    pos = P.broadcast_in_dim_p.bind(_iota((n2,), 0), shape=(length, n2),
+                                    broadcast_dimensions=(1,))
+    big = P.broadcast_in_dim_p.bind(typed_scalar(n2, _I32), shape=(length, n2),
+                                    broadcast_dimensions=())
+    first_b = P.reduce_min_p.bind(P.select_p.bind(P.eq_p.bind(rows, cols), pos, big), axes=(1,))
+    if size is not None:
+        valid = P.lt_p.bind(_iota((length,), 0), count)
+        first_a = P.select_p.bind(valid, first_a, P.broadcast_in_dim_p.bind(
+            typed_scalar(n1, _I32), shape=(length,), broadcast_dimensions=()))
+        first_b = P.select_p.bind(valid, first_b, P.broadcast_in_dim_p.bind(
+            typed_scalar(n2, _I32), shape=(length,), broadcast_dimensions=()))
+    return values, first_a, first_b
+
+
+# -- partition ------------------------------------------------------------------------------------
+
+def _kth(name: str, a: Any, kth: Any, axis: int) -> tuple:
+    a = _array(name, a)
+    a, axis = _sort_axis(a, axis, name)
+    try:
+        kth = operator.index(kth)
+    except TypeError:
+        raise TypeError(f"jnp.{name}: kth must be a static integer, got {kth!r}"
+                        f"{_where(None)}") from None
+    n = get_aval(a).shape[axis]
+    if not -n <= kth < n:
+        raise ValueError(f"jnp.{name}: kth {kth} is out of bounds for an axis of length {n}"
+                         f"{_where(None)}")
+    return a, axis
+
+
+def partition(a: Any, kth: int, axis: int = -1) -> Any:
+    """``a`` rearranged along ``axis`` so that position ``kth`` holds the value it would have
+    sorted, smaller values before it and larger after (here: fully sorted, which satisfies
+    that contract).
+
+    Example::
+
+        jnp.partition(jnp.array([3, 4, 2, 1]), 2)[2]   # 3
+    """
+    a, axis = _kth("partition", a, kth, axis)
+    return sort(a, axis=axis)
+
+
+def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
+    """The indices that ``partition`` ``a`` along ``axis`` around position ``kth`` (here: a
+    stable argsort, which satisfies the contract).
+
+    Example::
+
+        jnp.argpartition(jnp.array([3, 4, 2, 1]), 2)[2]   # 0 (a[0] == 3 is third smallest)
+    """
+    a, axis = _kth("argpartition", a, kth, axis)
+    return argsort(a, axis=axis)
+
+
+def sort_complex(a: Any) -> Any:
+    """``a`` sorted along its last axis by real part, then imaginary part, as a complex array.
+
+    Example::
+
+        jnp.sort_complex(jnp.array([3, 1, 2]))   # [1+0j, 2+0j, 3+0j]
+    """
+    from ._util import promote_dtypes_inexact
+    a = _array("sort_complex", a)
+    (a,) = promote_dtypes_inexact(a)
+    dtype = get_aval(a).dtype
+    if dtype.kind != "c":
+        a = convert(a, np.dtype(np.complex128 if dtype.itemsize == 8 else np.complex64))
+    return sort(a, axis=-1)

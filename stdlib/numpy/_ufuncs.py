@@ -10,6 +10,8 @@ __all__ = [
     "not_equal", "positive", "power", "reciprocal", "remainder", "right_shift", "rint", "round",
     "rsqrt", "sign", "sin", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc",
     "where",
+    "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift", "i0",
+    "select",
     # elementwise math beyond the basics
     "acos", "acosh", "allclose", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
     "arctanh", "array_equal", "array_equiv", "asin", "asinh", "atan", "atan2", "atanh", "conj",
@@ -1218,3 +1220,72 @@ def iscomplex(x: Any) -> Any:
         return _full_bool(x, False)
     im = lax.imag(x)
     return P.ne_p.bind(im, typed_scalar(0, get_aval(im).dtype))
+
+
+bitwise_invert = invert
+bitwise_left_shift = left_shift
+bitwise_right_shift = right_shift
+
+
+def bitwise_count(x: Any, /) -> Any:
+    """The number of 1 bits in the absolute value of each integer of ``x``, as uint8.
+
+    Example::
+
+        jnp.bitwise_count(jnp.array([7, -1]))   # [3, 1]
+    """
+    check_arraylike("bitwise_count", x)
+    from ._creation import asarray
+    x = asarray(x)
+    kind = get_aval(x).dtype.kind
+    if kind not in "iub":
+        raise TypeError(f"jnp.bitwise_count requires integer or boolean input, got "
+                        f"{get_aval(x).dtype}")
+    if kind == "b":
+        return convert(x, np.dtype(np.uint8))
+    if kind == "i":
+        x = P.abs_p.bind(x)
+    return convert(lax.population_count(x), np.dtype(np.uint8))
+
+
+def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    """Elementwise, the entry of the first ``choicelist[i]`` whose ``condlist[i]`` is true,
+    ``default`` where none is (everything broadcast together).
+
+    Example::
+
+        x = jnp.arange(5)
+        jnp.select([x < 2, x > 3], [x, x ** 2], default=-1)   # [0, 1, -1, -1, 16]
+    """
+    from pyree.transpiler.source import where as _loc
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"jnp.select: condlist must have length equal to choicelist "
+                         f"({len(condlist)} vs {len(choicelist)}){_loc(None)}")
+    if len(condlist) == 0:
+        raise ValueError(f"jnp.select: condlist must be non-empty{_loc(None)}")
+    check_arraylike("select", *condlist, *choicelist, default)
+    from ._creation import asarray
+    choices = promote_dtypes(*[asarray(c) for c in choicelist], asarray(default))
+    result = choices[-1]
+    # The first true condition wins: fold from the last one back.
+    for cond, choice in zip(reversed(list(condlist)), reversed(choices[:-1])):
+        result = where(convert(asarray(cond), np.dtype(np.bool_)), choice, result)
+    return result
+
+
+def i0(x: Any) -> Any:
+    """The modified Bessel function of the first kind of order 0, elementwise (integers
+    compute in float32); differentiable.
+
+    Example::
+
+        jnp.i0(jnp.array([0.0, 1.0]))   # [1.0, 1.2660658]
+    """
+    check_arraylike("i0", x)
+    from pyree.scipy import special
+    from ._creation import asarray
+    x = asarray(x)
+    if get_aval(x).dtype.kind == "c":
+        raise ValueError("jnp.i0: complex input is not supported")
+    (x,) = promote_dtypes_inexact(x)
+    return special.i0(x)

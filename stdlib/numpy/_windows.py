@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "convolve", "correlate", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum",
     "nancumprod", "nancumsum",
+    "bartlett", "blackman", "hamming", "hanning", "kaiser",
 ]
 
 from typing import Any, Callable, Optional
@@ -241,3 +242,103 @@ def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None,
         # [0.5, 2., 3.5, 3., 0.]
     """
     return _conv1d("correlate", a, v, mode, precision, preferred_element_type)
+
+
+# -- window functions ----------------------------------------------------------------------------
+
+def _window_positions(name: str, M: Any) -> tuple:
+    """(n = 0..M-1 in the default float type, M as an int); None when M < 2 (the window is
+    M ones, or empty)."""
+    import operator
+    try:
+        M = operator.index(M)
+    except TypeError:
+        raise TypeError(f"jnp.{name}: M must be a static integer, got {M!r}{where(None)}") \
+            from None
+    from ._creation import arange
+    return arange(M, dtype=dtypes.canonicalize_dtype(float)), M
+
+
+def _short_window(M: int) -> Any:
+    from ._creation import ones
+    return ones((builtins_max(M, 0),), dtype=dtypes.canonicalize_dtype(float))
+
+
+builtins_max = max
+
+
+def _cosine_window(name: str, M: Any, coefficients: tuple) -> Any:
+    from ._ufuncs import cos
+    n, M = _window_positions(name, M)
+    if M < 2:
+        return _short_window(M)
+    out = None
+    for k, a in enumerate(coefficients):
+        term = a * cos(n * (2.0 * np.pi * k / (M - 1))) if k else a + 0.0 * n
+        out = term if out is None else out + term
+    return out
+
+
+def hanning(M: int) -> Any:
+    """The Hann window of ``M`` points, ``0.5 - 0.5 cos(2 pi n / (M - 1))``.
+
+    Example::
+
+        jnp.hanning(5)   # [0, 0.5, 1, 0.5, 0]
+    """
+    return _cosine_window("hanning", M, (0.5, -0.5))
+
+
+def hamming(M: int) -> Any:
+    """The Hamming window of ``M`` points, ``0.54 - 0.46 cos(2 pi n / (M - 1))``.
+
+    Example::
+
+        jnp.hamming(3)   # [0.08, 1, 0.08]
+    """
+    return _cosine_window("hamming", M, (0.54, -0.46))
+
+
+def blackman(M: int) -> Any:
+    """The Blackman window of ``M`` points,
+    ``0.42 - 0.5 cos(2 pi n / (M - 1)) + 0.08 cos(4 pi n / (M - 1))``.
+
+    Example::
+
+        jnp.blackman(3)   # [0, 1, 0] (up to rounding)
+    """
+    return _cosine_window("blackman", M, (0.42, -0.5, 0.08))
+
+
+def bartlett(M: int) -> Any:
+    """The Bartlett (triangular) window of ``M`` points, zero at both ends.
+
+    Example::
+
+        jnp.bartlett(5)   # [0, 0.5, 1, 0.5, 0]
+    """
+    from ._ufuncs import abs as _abs
+    n, M = _window_positions("bartlett", M)
+    if M < 2:
+        return _short_window(M)
+    half = (M - 1) / 2.0
+    return 1.0 - _abs(n - half) / half
+
+
+def kaiser(M: int, beta: Any) -> Any:
+    """The Kaiser window of ``M`` points with shape parameter ``beta`` (which may be traced):
+    ``i0(beta sqrt(1 - (2n / (M - 1) - 1)^2)) / i0(beta)``.
+
+    Example::
+
+        jnp.kaiser(5, 3.0)   # [0.205, 0.727, 1, 0.727, 0.205]
+    """
+    from ._creation import asarray
+    from ._ufuncs import i0, sqrt
+    check_arraylike("kaiser", beta)
+    n, M = _window_positions("kaiser", M)
+    if M < 2:
+        return _short_window(M)
+    (beta,) = promote_dtypes_inexact(asarray(beta))
+    ratio = n * (2.0 / (M - 1)) - 1.0
+    return i0(beta * sqrt(1.0 - ratio * ratio)) / i0(beta)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = {"linalg", "special", "stats"}
+_SUBMODULES = {"linalg", "optimize", "signal", "special", "stats"}
 
 
 def __getattr__(name: str) -> Any:
