@@ -260,6 +260,23 @@ def _write_disk(key: str, payload: bytes) -> None:
         pass  # an unwritable cache only costs recompiles
 
 
+# Called once per process, before the first module that no cache holds is compiled (the
+# transpiler starts compiling common eager kernels in the background there: eager_warmup.py).
+first_compile_hooks: list = []
+_hooks_ran = threading.Event()
+
+
+def _run_first_compile_hooks() -> None:
+    if _hooks_ran.is_set():
+        return
+    _hooks_ran.set()
+    for hook in first_compile_hooks:
+        try:
+            hook()
+        except Exception:  # a warm-up that cannot start must not fail the compile
+            pass
+
+
 def compile_mlir(mlir_text: str, flags: Sequence[str], *, cache_text: Optional[str] = None) -> bytes:
     """Compile MLIR text with IREE, or fetch the result from the caches.
 
@@ -289,6 +306,7 @@ def compile_mlir(mlir_text: str, flags: Sequence[str], *, cache_text: Optional[s
             if payload is not None:
                 CompileStats.disk_hits += 1
         if payload is None:
+            _run_first_compile_hooks()
             payload = _compile_now(mlir_text, flags)
             CompileStats.compiled += 1
             if use_disk:

@@ -22,6 +22,9 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     "cache_dir": (None, "PYREE_CACHE_DIR", str),
     # False switches the on-disk compilation cache off (the in-memory cache stays).
     "disk_cache": (True, "PYREE_DISK_CACHE", None),
+    # On the first compile that no cache answers, a background process compiles the eager
+    # kernels that programs commonly need into the disk cache (transpiler/eager_warmup.py).
+    "eager_warmup": (True, "PYREE_EAGER_WARMUP", None),
     "platform": ("cpu", "PYREE_PLATFORM", str),
     # How many CPU devices ``pyree.devices("cpu")`` has (each its own IREE device; like JAX's
     # jax_num_cpu_devices, for programs and tests that place arrays on several devices).

@@ -1,7 +1,13 @@
 """Fixtures shared by the test files."""
+import os
+
 import pytest
 
-import pyree
+# No background compiles of common eager kernels while the suite runs (tests with caches of
+# their own would each start one); tests/test_eager_warmup.py checks that machinery.
+os.environ["PYREE_EAGER_WARMUP"] = "0"
+
+import pyree  # noqa: E402
 
 
 @pytest.fixture

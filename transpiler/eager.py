@@ -23,6 +23,7 @@ from pyree.runtime.executable import Executable
 from . import nan_check
 from . import primitives as P
 from .ir import ShapedArray
+from . import eager_warmup
 from .lower import lower_primitive_dynamic, sum_block
 from .trace import TypedScalar, abstract_eval, canonicalize_array, get_aval
 from .source import user_loc, where
@@ -51,6 +52,9 @@ def _flat_ints(value) -> list[int]:
 EAGER_WORK_PER_ELEMENT = 8
 
 _kernels: dict[tuple, Executable] = {}
+
+# A first compile starts compiling common eager kernels in the background (eager_warmup.py).
+rcompile.first_compile_hooks.append(eager_warmup.start_in_background)
 
 
 def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[ShapedArray],
