@@ -16,7 +16,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -24,6 +23,7 @@ import numpy as np
 import pyree
 import pyree.numpy as pjnp
 from pyree import lax as plax
+from run import per_call   # benchmarks/run.py: seconds per call over enough calls
 
 try:
     import jax
@@ -180,19 +180,6 @@ def _block(tree, lib):
     return tree
 
 
-def _timed(fn, min_time: float) -> float:
-    """Seconds per call over enough calls to last ``min_time``."""
-    n, elapsed = 1, 0.0
-    while True:
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time:
-            return elapsed / n
-        n *= 2
-
-
 def _max_relative_difference(a, b) -> float:
     worst = 0.0
     for x, y in zip(pyree.tree_util.tree_leaves(a), pyree.tree_util.tree_leaves(b)):
@@ -221,10 +208,10 @@ def run_workload(w: Workload, scale: int, rounds: int, min_time: float) -> dict:
         result["difference"] = difference
     samples = {k: [] for k in contestants}
     for fn in contestants.values():
-        _timed(fn, min_time)   # warm-up
+        per_call(fn, min_time)   # warm-up
     for _ in range(rounds):
         for k, fn in contestants.items():
-            samples[k].append(_timed(fn, min_time))
+            samples[k].append(per_call(fn, min_time))
     result.update({k: statistics.median(v) for k, v in samples.items()})
     result["work"] = w.work(inputs)
     return result
