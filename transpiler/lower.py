@@ -11,6 +11,7 @@ named in ``ctx.dyn`` arrive as i64 function arguments instead of constants.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import threading
@@ -192,6 +193,15 @@ class RuleContext:
 _platform = contextvars.ContextVar("pyree_lowering_platform", default="cpu")
 
 
+@contextlib.contextmanager
+def _lowering_for(platform: str):
+    token = _platform.set(platform)
+    try:
+        yield
+    finally:
+        _platform.reset(token)
+
+
 class Lowering:
     """State of one module being built."""
 
@@ -274,11 +284,8 @@ def lower_closed_ir(closed: ClosedIR, function: str = "main",
                     platform: str = "cpu") -> LoweredModule:
     """A module whose function takes (consts..., inputs...) and returns the IR's outputs, for
     a device of ``platform``."""
-    token = _platform.set(platform)
-    try:
+    with _lowering_for(platform):
         return _lower_closed_ir(closed, function)
-    finally:
-        _platform.reset(token)
 
 
 def _lower_closed_ir(closed: ClosedIR, function: str) -> LoweredModule:
@@ -308,11 +315,8 @@ def lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]],
     inputs: the IRs' constants (closed-over weights) are embedded, so the module runs alone.
     ``reflection`` (string -> string) becomes the function's ``iree.reflection`` attributes,
     which IREE's runtime reports for each function of a loaded module."""
-    token = _platform.set(platform)
-    try:
+    with _lowering_for(platform):
         return _lower_for_export(functions)
-    finally:
-        _platform.reset(token)
 
 
 def _lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]]) -> LoweredModule:
@@ -348,11 +352,8 @@ def lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
     ``dyn_params`` maps a param name to how many i64 values it contributes; they follow the
     tensor arguments in the function signature, in that order.
     """
-    token = _platform.set(platform)
-    try:
+    with _lowering_for(platform):
         return _lower_primitive_dynamic(primitive, avals_in, avals_out, params, dyn_params)
-    finally:
-        _platform.reset(token)
 
 
 def _lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],

@@ -242,22 +242,23 @@ def _swap(x: Any) -> Any:
     return jnp.swapaxes(x, -1, -2)
 
 
-def _square_matrices(name: str, a: Any) -> Any:
-    """``a`` as an inexact array of shape (..., n, n), or a clear error."""
-    check_arraylike(f"jnp.linalg.{name}", a)
+def _square_matrices(name: str, a: Any, module: str = "jnp.linalg") -> Any:
+    """``a`` as an inexact array of shape (..., n, n), or a clear error naming
+    ``module.name`` (``pyree.scipy.linalg`` shares this)."""
+    check_arraylike(f"{module}.{name}", a)
     (a,) = promote_dtypes_inexact(jnp.asarray(a))
     shape = get_aval(a).shape
     if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ValueError(f"jnp.linalg.{name}: argument must be a square matrix or a stack of "
+        raise ValueError(f"{module}.{name}: argument must be a square matrix or a stack of "
                          f"them, of shape (..., n, n); got shape {shape}{where(None)}")
-    _no_complex(name, a)
+    _no_complex(name, a, module=module)
     return a
 
 
-def _no_complex(name: str, *xs: Any) -> None:
+def _no_complex(name: str, *xs: Any, module: str = "jnp.linalg") -> None:
     for x in xs:
         if get_aval(x).dtype.kind == "c":
-            raise NotImplementedError(f"jnp.linalg.{name}: complex matrices are not supported "
+            raise NotImplementedError(f"{module}.{name}: complex matrices are not supported "
                                       f"yet{where(None)}")
 
 

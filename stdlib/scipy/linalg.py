@@ -37,14 +37,7 @@ _INT = np.dtype(np.int32)
 
 def _square(name: str, a: Any) -> Any:
     """``a`` as an inexact array of shape (..., n, n), or a clear error."""
-    check_arraylike(f"scipy.linalg.{name}", a)
-    (a,) = promote_dtypes_inexact(jnp.asarray(a))
-    shape = get_aval(a).shape
-    if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ValueError(f"scipy.linalg.{name}: expected a square matrix or a stack of them, "
-                         f"of shape (..., n, n); got shape {shape}{where(None)}")
-    _la._no_complex(name, a)
-    return a
+    return _la._square_matrices(name, a, module="scipy.linalg")
 
 
 def _rhs(name: str, a: Any, b: Any) -> tuple[Any, Any, bool]:
@@ -53,7 +46,7 @@ def _rhs(name: str, a: Any, b: Any) -> tuple[Any, Any, bool]:
     has one dimension fewer than ``a``."""
     check_arraylike(f"scipy.linalg.{name}", b)
     a, b = promote_dtypes_inexact(a, jnp.asarray(b))
-    _la._no_complex(name, b)
+    _la._no_complex(name, b, module="scipy.linalg")
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     vector = len(b_shape) == len(a_shape) - 1
     if vector:
