@@ -18,7 +18,7 @@ import numpy as np
 
 from .ir import IR, ClosedIR, Literal, ShapedArray, Var
 from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, lowering_rules, mlir, op,
-                    scalar_like, tensor_type)
+                    own_buffers, scalar_like, tensor_type)
 from .trace import IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, tracing
 
 cond_p = Primitive("cond", multiple_results=True)
@@ -106,7 +106,7 @@ def _lower_region_outputs(ctx: RuleContext, region: IR, args: Sequence,
 # stablehlo.if makes IREE read the predicate back on the host and wait for it at every
 # iteration, where a select is one fused elementwise op (Collatz steps: 6.9 -> 4.8 us per
 # iteration); and IREE 3.13 miscompiles such ifs when their branches hand back values from
-# outside them (see _made_here). Pure ops cannot trap, so running the branch not taken is
+# outside them (see lower.own_buffers). Pure ops cannot trap, so running the branch not taken is
 # harmless. Outside loops conds stay stablehlo.if/case, one host round trip per call.
 SELECT_MAX_ELEMENTS = 1 << 14
 
@@ -149,24 +149,9 @@ def _cond_lowering(ctx: RuleContext, index, *operands, branches):
         block = ir.Block.create_at_start(region, [])
         with ir.InsertionPoint(block):
             outs = _lower_region_outputs(ctx, branch, operands)
-            if ctx.lowering.in_loop:
-                outs = [_made_here(v, block) for v in outs]
+            outs = own_buffers(outs, block, ctx.lowering.in_loop)
             op("stablehlo.return", [], outs)
     return list(if_op.results)
-
-
-def _made_here(value, block):
-    """``value`` as a result of an op in ``block``. Works around an IREE 3.13 bug: a branch of a
-    stablehlo.if/case that hands back a value from outside it (the `else` of ``if p: x = ...``
-    keeps the old x), with loops around, fails at run time (invalid command buffer bindings,
-    null buffers). A one-value optimization barrier in the branch is a no-op that avoids it.
-    Outside loops the barrier does the harm instead: a case at a function's top level that
-    returns a barrier of an argument gives a null output buffer (second derivatives of switch),
-    so only branches inside loops get one."""
-    owner = getattr(value, "owner", None)
-    if isinstance(value, mlir().OpResult) and getattr(owner, "operation", owner).block == block:
-        return value
-    return op("stablehlo.optimization_barrier", [value.type], [value]).results[0]
 
 
 lowering_rules[cond_p] = _cond_lowering
@@ -197,7 +182,7 @@ def _while_lowering(ctx: RuleContext, *operands, cond_ir, body_ir, cond_nconsts,
     body_consts = operands[cond_nconsts:cond_nconsts + body_nconsts]
     init = operands[cond_nconsts + body_nconsts:]
     types = [tensor_type(a) for a in ctx.avals_out]
-    while_op = op("stablehlo.while", types, init, regions=2)
+    while_op = op("stablehlo.while", types, own_buffers(init, None), regions=2)
     views = ctx.lowering._input_views
     carries_alias = any(v in views for v in init)
     cond_block = ir.Block.create_at_start(while_op.regions[0], types)
@@ -212,7 +197,7 @@ def _while_lowering(ctx: RuleContext, *operands, cond_ir, body_ir, cond_nconsts,
         outs = _lower_region_outputs(ctx, body_ir, list(body_consts) + list(body_block.arguments),
                                      loop_body=True)
         outs = _read_every_carry(list(cond_block.arguments), list(body_block.arguments), outs)
-        op("stablehlo.return", [], outs)
+        op("stablehlo.return", [], own_buffers(outs, body_block, False))
     results = list(while_op.results)
     if carries_alias:
         views.update(results)
@@ -356,8 +341,8 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
     ys_init = [hlo("broadcast_in_dim", tensor_type(a), scalar_like(0, a.dtype),
                    broadcast_dimensions=i64_array([])) for a in y_avals]
     types = [i32_t] + [tensor_type(a) for a in carry_avals] + [tensor_type(a) for a in y_avals]
-    while_op = op("stablehlo.while", types, [scalar_like(0, np.int32)] + init + ys_init,
-                  regions=2)
+    while_op = op("stablehlo.while", types,
+                  own_buffers([scalar_like(0, np.int32)] + init + ys_init, None), regions=2)
     cond_block = ir.Block.create_at_start(while_op.regions[0], types)
     with ir.InsertionPoint(cond_block):
         pred = _compare(ctx, cond_block.arguments[0], scalar_like(n_chunks * k, np.int32), "LT",
@@ -373,7 +358,8 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
         new_ys = [_write_rows(y, block, a, start) for y, block, a in zip(ys, blocks, y_avals)]
         next_step = hlo("add", i32_t, step, scalar_like(k, np.int32))
         new_carry = _read_every_carry(cond_block.arguments[1:1 + num_carry], carry, new_carry)
-        op("stablehlo.return", [], [next_step] + list(new_carry) + new_ys)
+        op("stablehlo.return", [], own_buffers([next_step] + list(new_carry) + new_ys,
+                                                body_block, False))
     results = list(while_op.results)
     carry, ys = results[1:1 + num_carry], results[1 + num_carry:]
     if carries_alias:

@@ -151,18 +151,90 @@ def fresh_copy(value, aval: ShapedArray, tag: int):
     merges identical copies of one value, and two in-place updates then share one buffer."""
     if aval.size == 0:
         return value
-    bool_t = tensor_type(ShapedArray((), np.dtype(np.bool_)))
     i32_t = tensor_type(ShapedArray((), np.dtype(np.int32)))
     hidden = op("stablehlo.optimization_barrier", [i32_t], [scalar_like(tag, np.int32)]).result
-    ir = mlir()
-    keep = op("stablehlo.compare", [bool_t], [hidden, scalar_like(tag, np.int32)], {
-        "comparison_direction": ir.Attribute.parse("#stablehlo<comparison_direction EQ>"),
-        "compare_type": ir.Attribute.parse("#stablehlo<comparison_type SIGNED>")}).result
+    keep = _compare_i32(hidden, scalar_like(tag, np.int32), "EQ")
     zero = scalar_like(0, aval.dtype)
     if aval.ndim:
         zero = hlo("broadcast_in_dim", tensor_type(aval), zero,
                    broadcast_dimensions=i64_array([]))
     return hlo("select", tensor_type(aval), keep, value, zero)
+
+
+def own_buffers(values: Sequence, block, barrier_outside: bool = False) -> list:
+    """``values``, to be yielded by ``block`` (a branch or loop body), each in a buffer reference
+    of its own. Works around an IREE 3.13 VM bug met by real programs.
+
+    When a branch or loop body yields one ``!hal.buffer`` to several block arguments of one
+    ``vm.br``, the VM's register allocator may give one of those arguments the source's own
+    register and *move* the source into another (its last use), which leaves the first null:
+    "ref is null; hal.buffer_view.create", or "indirect buffer reference slot 0 is out range"
+    in a later copy (found in the annotated VM IR: remap ``R2->r3`` while a block argument
+    lives in r2). Seen in: a cond returning ``rev(a), rev(b), rev(a) * rev(b)``, an HMC chain
+    (scan with a cond), the gradient of a Riccati scan, an eager 16-carry while loop, second
+    derivatives of cond and switch. One buffer reaches several arguments in two ways:
+
+    * IREE packs the values one execution region produces into one allocation. A one-value
+      optimization barrier on each makes IREE take a subspan per value (distinct references).
+    * Equal values are one value: a value yielded twice, or constants (the zero tangents of
+      AD, which CSE merges however many barriers they pass). Those get a copy of their own:
+      a select whose predicate compares a barrier-hidden tag, as ``fresh_copy``.
+
+    ``block`` None: ``values`` are a loop's initial carries, which the branch into the loop
+    passes alike (one zero fill as two carries of a third derivative's loop). There equal
+    values get their copy, without the barrier; barriers there made IREE fail to compile
+    ("operand #1 does not dominate this use").
+
+    ``barrier_outside``: values from outside the block get a barrier too. Inside loops a branch
+    that hands back an outer value (the ``else`` of ``if p: x = ...``) otherwise fails alike;
+    outside loops such a barrier does harm instead (a top-level case returning a barrier of an
+    argument gave a null output buffer). Tensors of unknown shape get nothing: IREE cannot
+    resolve the dimensions of a barrier's result ("'tensor.dim' op unexpected during shape
+    cleanup")."""
+    result, seen = [], set()
+    i32_t = tensor_type(ShapedArray((), np.dtype(np.int32)))
+    for index, value in enumerate(values):
+        owner = getattr(value, "owner", None)
+        made_here = (isinstance(value, mlir().OpResult)
+                     and (block is None or getattr(owner, "operation", owner).block == block))
+        repeated = value in seen
+        seen.add(value)
+        if not value.type.has_static_shape:
+            pass
+        elif repeated or (made_here and _is_constant(value)):
+            # (Negative tags: distinct from those of Lowering.new_tag, whose copies feed
+            # in-place updates and must not be merged with these.)
+            tag = scalar_like(-1 - index, np.int32)
+            hidden, hidden_tag = op("stablehlo.optimization_barrier", [value.type, i32_t],
+                                    [value, tag]).results
+            keep = _compare_i32(hidden_tag, tag, "EQ")
+            value = hlo("select", value.type, keep, value, hidden)
+            if block is not None:
+                value = op("stablehlo.optimization_barrier", [value.type], [value]).results[0]
+        elif (made_here and block is not None) or barrier_outside:
+            value = op("stablehlo.optimization_barrier", [value.type], [value]).results[0]
+        result.append(value)
+    return result
+
+
+def _is_constant(value, depth: int = 4) -> bool:
+    """Whether ``value`` is computed from constants alone (looking ``depth`` ops back)."""
+    owner = getattr(value, "owner", None)
+    operation = getattr(owner, "operation", owner)
+    if not isinstance(value, mlir().OpResult) or operation is None or depth == 0:
+        return False
+    if operation.name == "stablehlo.constant":
+        return True
+    return (operation.name != "stablehlo.optimization_barrier" and len(operation.regions) == 0
+            and all(_is_constant(v, depth - 1) for v in operation.operands))
+
+
+def _compare_i32(a, b, direction: str):
+    ir = mlir()
+    bool_t = tensor_type(ShapedArray((), np.dtype(np.bool_)))
+    return op("stablehlo.compare", [bool_t], [a, b], {
+        "comparison_direction": ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>"),
+        "compare_type": ir.Attribute.parse("#stablehlo<comparison_type SIGNED>")}).result
 
 
 # -- contexts -----------------------------------------------------------------------------------
@@ -574,7 +646,7 @@ class ElementwiseOps:
         Only eager mode's one-primitive modules branch. In a jit program then_fn runs: a
         branch there splits the program's dispatches where the host reads the predicate, and
         IREE 3.13 miscompiles branches that hand back outer values inside loops (see
-        control_flow._made_here); with static shapes the table lookups that make then_fn slow
+        own_buffers); with static shapes the table lookups that make then_fn slow
         eagerly are cheap anyway."""
         ir = mlir()
         if not self.ctx.dynamic:
@@ -589,7 +661,7 @@ class ElementwiseOps:
             block = ir.Block.create_at_start(region, [])
             with ir.InsertionPoint(block):
                 outs = fn(ElementwiseOps(self.ctx, self.like, self.shape), *operands)
-                op("stablehlo.return", [], [v.value for v in outs])
+                op("stablehlo.return", [], own_buffers([v.value for v in outs], block, False))
         return [self.wrap(r, d) for r, d in zip(if_op.results, dtypes)]
 
     def exp(self, x: "Value") -> "Value":

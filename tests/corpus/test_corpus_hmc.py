@@ -9,10 +9,8 @@ Checked: the leapfrog trajectory against a float64 NumPy integrator; energy is c
 chain fed the same momenta and uniforms (drawn with the same keys); with one key the jitted and
 the eager chain give the same samples; in float64, ``jit(grad(...))`` of the final position
 through scan + fori_loop + cond against central differences of the NumPy chain; a long chain's
-mean and covariance approximate the target's (fixed seed, loose tolerance).
-
-The ``lax.cond`` chain hits an IREE runtime bug (see IREE_SCAN_COND_BUG below): those cases
-are strict xfails until it is worked around."""
+mean and covariance approximate the target's (fixed seed, loose tolerance), with the accept step
+written as ``lax.cond`` and as ``jnp.where``."""
 import numpy as np
 import pytest
 
@@ -71,26 +69,10 @@ def sample_chain(key, x0, num_samples, select="cond"):
     return samples, accepted
 
 
-# IREE 3.13 bug (reproduced with iree-compile + iree-run-module on the module pyree lowers):
-# lax.scan over keys whose body draws random.normal and random.uniform and picks the carry with
-# lax.cond, returning the carry and the condition as per-step outputs, compiles but fails at
-# run time: "command_buffer_validation.c:196: OUT_OF_RANGE; indirect buffer reference slot 0 is
-# out range of the declared binding capacity of the command buffer 0; while invoking native
-# function hal.command_buffer.copy_buffer". Reproducer:
-#     def step(x, key):
-#         p = random.normal(key, (2,))
-#         accept = random.uniform(key, ()) < 0.5
-#         x_next = lax.cond(accept, lambda _: x + p, lambda _: x, None)
-#         return x_next, (x_next, accept)
-#     jax.jit(lambda x0, keys: lax.scan(step, x0, keys))(jnp.zeros(2),
-#                                                        random.split(random.PRNGKey(0), 5))
-# (jnp.where in place of lax.cond, or returning only x_next, runs.) The eager scan fails too;
-# jit(grad(...)) of such a chain runs, the eager grad fails.
-IREE_SCAN_COND_BUG = pytest.mark.xfail(
-    strict=True, reason="IREE runtime OUT_OF_RANGE 'indirect buffer reference slot 0' in "
-    "hal.command_buffer.copy_buffer: scan over keys + normal + uniform + lax.cond, outputs "
-    "(x_next, accept); see the reproducer above")
-SELECTS = [pytest.param("cond", marks=IREE_SCAN_COND_BUG), "where"]
+# Both selects run: the lax.cond chain once failed at run time with IREE 3.13 ("indirect buffer
+# reference slot 0 is out range", the scan passing one buffer twice to its loop's next
+# iteration), now worked around by lower.own_buffers.
+SELECTS = ["cond", "where"]
 
 
 # ---- NumPy reference (float64) -----------------------------------------------------------------

@@ -11,10 +11,7 @@ recursion; the closed-loop rollout's cost equals x0' P0 x0; in float64 the gradi
 open-loop cost with respect to the controls against central differences and a NumPy adjoint
 (backward) pass, and it vanishes at the LQR controls; the gradient of the optimal cost with
 respect to A (through the reverse scan and the linear solves) against central differences;
-gradient descent on the controls reaches the LQR cost.
-
-The gradient of the symmetrised Riccati recursion hits an IREE runtime bug (see the comment
-above test_optimal_cost_gradient_wrt_dynamics_float64): that case is a strict xfail."""
+gradient descent on the controls reaches the LQR cost."""
 import numpy as np
 import pytest
 
@@ -153,29 +150,9 @@ def test_trajectory_gradients_float64(x64):
     assert np.abs(np.asarray(g_star)).max() < 1e-10 * max(1.0, np.abs(want_grad).max())
 
 
-# IREE 3.13 bug (reproduced with iree-compile + iree-run-module on the module pyree lowers): the
-# gradient of a scan whose body solves a linear system and then symmetrises its carry compiles
-# but fails at run time, jitted and eager: "command_buffer_validation.c:196: OUT_OF_RANGE;
-# indirect buffer reference slot 0 is out range of the declared binding capacity of the
-# command buffer 0; while invoking native function hal.command_buffer.copy_buffer".
-# Reproducer:
-#     A = np.array([[1.0, 0.2], [0.1, 0.9]], np.float32)
-#     B = np.array([[1.0], [0.5]], np.float32)
-#     def f(A):
-#         def body(P, _):
-#             K = jnp.linalg.solve(1.0 + B.T @ P @ B, B.T @ P @ A)
-#             P = A.T @ P @ (A - B @ K)
-#             return 0.5 * (P + P.T), None
-#         P, _ = lax.scan(body, 2 * np.eye(2, dtype=np.float32), None, length=2)
-#         return jnp.sum(P)
-#     jax.jit(jax.grad(f))(A)
-# (without the symmetrisation, or without the solve, it runs.)
-@pytest.mark.parametrize("symmetrize", [
-    pytest.param(True, marks=pytest.mark.xfail(
-        strict=True, reason="IREE runtime OUT_OF_RANGE 'indirect buffer reference slot 0' in "
-        "hal.command_buffer.copy_buffer: grad of scan with jnp.linalg.solve + 0.5 * (P + P.T); "
-        "see the reproducer above")),
-    False])
+# The symmetrised recursion (0.5 * (P + P.T) after the solve) once failed at run time with IREE
+# 3.13 ("indirect buffer reference slot 0 is out range"), worked around by lower.own_buffers.
+@pytest.mark.parametrize("symmetrize", [True, False])
 def test_optimal_cost_gradient_wrt_dynamics_float64(x64, symmetrize):
     A, B, Q, R, Qf, x0 = make_problem(np.float64)
     h = 1e-6
