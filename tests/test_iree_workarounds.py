@@ -184,3 +184,16 @@ def test_branch_yielding_values_packed_in_one_allocation():
         for got, w in zip(f(p, a, b), want):
             np.testing.assert_array_equal(np.asarray(got), w)
 
+
+def test_batched_product_of_a_reducing_producer():
+    # IREE 3.13 data-tiled a batched matmul into which it fused a producer that reduces
+    # (softmax(a) @ v): the second batch came out a row off (lower._dot_general_rule).
+    rng = np.random.default_rng(0)
+    a = rng.random((2, 3, 4)).astype(np.float32)
+    v = rng.normal(size=(2, 4, 5)).astype(np.float32)
+    got = pyree.jit(lambda a, b: (jnp.matmul(a * a.sum(-1, keepdims=True), b),
+                                  jnp.matmul(nn.softmax(a), b)))(a, v)
+    e = np.exp(a - a.max(-1, keepdims=True))
+    np.testing.assert_allclose(got[0], np.matmul(a * a.sum(-1, keepdims=True), v), rtol=1e-5)
+    np.testing.assert_allclose(got[1], np.matmul(e / e.sum(-1, keepdims=True), v), rtol=1e-5,
+                               atol=1e-6)
