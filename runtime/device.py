@@ -338,10 +338,69 @@ def devices(platform: str | None = None) -> list[Device]:
     return devs
 
 
+class _Chosen(threading.local):
+    device: Device | None = None  # set by ``with pyree.default_device(d):`` in this thread
+
+
+_chosen = _Chosen()
+# [config.default_device resolved to a Device (or None), whether a value that came from the
+# environment (PYREE_DEFAULT_DEVICE) still waits to be resolved on first use]
+_configured: list = [None, config.default_device is not None]
+
+
+def _resolve(value: Any) -> Device | None:
+    """A default-device setting (a Device, a platform name or None) as a Device."""
+    if value is None or isinstance(value, Device):
+        return value
+    if isinstance(value, str):
+        return devices(value)[0]
+    raise TypeError(f"the default device must be a pyree Device, a platform name or None, "
+                    f"got {value!r}")
+
+
+def _on_config_update(name: str, value: Any) -> None:
+    if name == "default_device":
+        _configured[:] = [_resolve(value), False]
+
+
+config.on_update(_on_config_update)
+
+
 def default_device() -> Device:
-    """The device computations run on unless told otherwise."""
+    """The device computations run on unless told otherwise: the one chosen by ``with
+    pyree.default_device(d):`` in this thread, else ``config.default_device``, else the
+    configured platform's first device."""
+    chosen = _chosen.device or _configured[0]
+    if chosen is not None:
+        return chosen
+    if _configured[1]:
+        _configured[:] = [_resolve(config.default_device), False]
+        if _configured[0] is not None:
+            return _configured[0]
     devs = _devices.get(config.platform)
     return (devs or devices())[0]
+
+
+class use_default_device:
+    """Context manager: ``device`` is this thread's default device inside (None: no
+    override). ``pyree.default_device`` is this class.
+
+    Example::
+
+        with use_default_device(devices("cpu")[1]):
+            x = pyree.numpy.ones(3)        # on CPU device 1
+    """
+
+    def __init__(self, device: Any) -> None:
+        self.device = _resolve(device)
+
+    def __enter__(self) -> "use_default_device":
+        self._saved = _chosen.device
+        _chosen.device = self.device
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _chosen.device = self._saved
 
 
 def live_arrays() -> list:

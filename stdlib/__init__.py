@@ -24,6 +24,15 @@ _ATTRIBUTES = {
     "ShapeDtypeStruct": "pyree._api", "Array": "pyree._api",
     "devices": "pyree._api", "local_devices": "pyree._api", "default_backend": "pyree._api",
     "device_count": "pyree._api", "live_arrays": "pyree._api",
+    "local_device_count": "pyree._api", "process_index": "pyree._api",
+    "process_count": "pyree._api", "process_indices": "pyree._api", "host_id": "pyree._api",
+    "host_count": "pyree._api", "host_ids": "pyree._api", "default_device": "pyree._api",
+    "typeof": "pyree._api", "clear_caches": "pyree._api", "effects_barrier": "pyree._api",
+    "print_environment_info": "pyree._api", "named_call": "pyree._api",
+    "named_scope": "pyree._api", "ensure_compile_time_eval": "pyree._api",
+    "checkpoint": "pyree._checkpoint", "remat": "pyree._checkpoint",
+    "checkpoint_policies": "pyree._checkpoint",
+    "linear_transpose": "pyree._autodiff", "closure_convert": "pyree._autodiff",
     "grad": "pyree._autodiff", "value_and_grad": "pyree._autodiff", "jvp": "pyree._autodiff",
     "vjp": "pyree._autodiff", "linearize": "pyree._autodiff", "jacfwd": "pyree._autodiff",
     "jacrev": "pyree._autodiff", "hessian": "pyree._autodiff", "jacobian": "pyree._autodiff",
@@ -38,7 +47,7 @@ _ATTRIBUTES = {
 }
 _SUBMODULES = {"numpy", "lax", "nn", "tree_util", "tree", "errors", "config", "dtypes", "runtime",
                "test_util", "random", "debug", "scipy", "example_libraries", "sharding",
-               "transpiler"}
+               "transpiler", "ad_checkpoint"}
 
 
 def __getattr__(name: str) -> Any:

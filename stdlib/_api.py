@@ -152,6 +152,201 @@ def make_jaxpr(fun: Any, static_argnums: Any = (), axis_env: Any = None,
     return make
 
 
-__all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "default_backend", "device_count",
-           "device_get", "device_put", "devices", "eval_shape", "jit", "live_arrays",
-           "local_devices", "make_ir", "make_jaxpr", "disable_jit"]
+# -- processes and devices ------------------------------------------------------------------------
+# pyree runs in one process: it is process 0 of 1 and every device is local.
+
+def local_device_count(backend: Optional[str] = None) -> int:
+    """How many devices this process has (all of them: pyree is one process).
+    Example: ``pyree.local_device_count()`` -> 1"""
+    return len(devices(backend))
+
+
+def process_index(backend: Optional[str] = None) -> int:
+    """This process's index among the processes of a multi-process run: always 0 here.
+    Example: ``if pyree.process_index() == 0: print(loss)``"""
+    return 0
+
+
+def process_count(backend: Optional[str] = None) -> int:
+    """How many processes the run has: always 1 here. Example: ``pyree.process_count()`` -> 1"""
+    return 1
+
+
+def process_indices(backend: Optional[str] = None) -> list[int]:
+    """The indices of the processes of the run: ``[0]``. Example: ``pyree.process_indices()``"""
+    return [0]
+
+
+host_id = process_index        # JAX's older names
+host_count = process_count
+host_ids = process_indices
+
+class default_device(_device.use_default_device):
+    """``with pyree.default_device(device):`` makes ``device`` (a Device, a platform name such
+    as ``"cpu"``, or None for no override) the default device in this thread: arrays created
+    inside live there, and computations whose operands are not Arrays (or are Arrays there) run
+    there (``jax.default_device``). ``pyree.config.update("jax_default_device", device)`` sets
+    it for every thread.
+
+    Example::
+
+        with pyree.default_device(pyree.devices("cpu")[1]):
+            y = jnp.ones(3) * 2          # y.device == CpuDevice(id=1)
+    """
+
+
+def typeof(x: Any) -> Any:
+    """The abstract value of ``x``: its ``ShapedArray`` (shape, dtype, weak type), for Arrays,
+    tracers and Python or NumPy scalars and arrays (``jax.typeof``).
+
+    Example::
+
+        pyree.typeof(jnp.ones((2, 3)))    # ShapedArray(f32[2,3])
+    """
+    from pyree.transpiler.trace import get_aval
+    return get_aval(x)
+
+
+def clear_caches() -> None:
+    """Forget every traced and compiled program held in memory: jitted functions' traces and
+    executables, eager kernels and compiled modules (``jax.clear_caches``); later calls trace
+    again and compile again (or read the disk cache, which stays).
+
+    Example::
+
+        pyree.clear_caches()
+    """
+    from pyree.runtime import compile as rcompile
+    from pyree.transpiler import eager, jit as jit_module
+    with jit_module._caches_lock:
+        for per_fun in list(jit_module._caches.values()):
+            for cache in per_fun.values():
+                cache.clear()  # (cleared in place: JitFunctions hold these dicts)
+    jit_module._forget_fast_paths()
+    eager._kernels.clear()
+    eager._static_programs.clear()
+    eager._scalar_cache.clear()
+    rcompile.clear_memory_cache()
+
+
+def effects_barrier() -> None:
+    """Wait until every computation queued on any device has finished, so that their effects
+    (debug prints and callbacks) have happened (``jax.effects_barrier``).
+
+    Example::
+
+        f(x)                        # calls pyree.debug.print inside
+        pyree.effects_barrier()     # its output has been printed
+    """
+    from pyree.runtime.executable import _wait_oldest
+    for devs in list(_device._devices.values()):
+        for dev in devs:
+            while dev.in_flight:
+                _wait_oldest(dev.in_flight)
+
+
+def print_environment_info(return_string: bool = False) -> Optional[str]:
+    """Print (or, with ``return_string``, return) the versions of pyree, IREE, NumPy and
+    Python, the devices and the platform, for bug reports (``jax.print_environment_info``).
+
+    Example::
+
+        pyree.print_environment_info()
+    """
+    import platform as _platform
+    import sys
+    import pyree
+    from pyree.runtime.compile import compiler_version
+    try:
+        from iree.runtime.version import VERSION as runtime_version
+    except ImportError:
+        runtime_version = "unknown"
+    devs = devices()
+    text = "\n".join([
+        f"pyree:  {pyree.__version__}",
+        f"iree-compiler: {compiler_version()}",
+        f"iree-runtime:  {runtime_version}",
+        f"numpy:  {np.__version__}",
+        f"python: {sys.version}",
+        f"device info: {default_backend()}-{len(devs)}, {len(devs)} local devices",
+        f"process_count: {process_count()}",
+        f"platform: {_platform.uname()}",
+    ]) + "\n"
+    if return_string:
+        return text
+    print(text)
+    return None
+
+
+# -- naming and evaluation -----------------------------------------------------------------------
+
+def named_call(fun: Any, *, name: Optional[str] = None) -> Any:
+    """``fun``, whose calls JAX names ``name`` (default: ``fun``'s name) in its programs and
+    profiles (``jax.named_call``). pyree's IR names the source line of each operation instead,
+    so this computes exactly ``fun``, under every transformation.
+
+    Example::
+
+        layer = pyree.named_call(lambda x: jnp.tanh(x), name="layer")
+        layer(x)
+    """
+    import functools
+    from pyree._checkpoint import call_traced
+    if not callable(fun):
+        raise TypeError(f"named_call expects a callable, got {fun!r}")
+
+    @functools.wraps(fun)
+    def named(*args: Any, **kwargs: Any) -> Any:
+        return call_traced(fun, args, kwargs)
+
+    return named
+
+
+class named_scope:
+    """``with pyree.named_scope("name"):`` names the operations inside in JAX's programs and
+    profiles (``jax.named_scope``); pyree's IR locates each operation by its source line, so the
+    scope only checks its name.
+
+    Example::
+
+        with pyree.named_scope("attention"):
+            y = jnp.tanh(x)
+    """
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError("named_scope name argument must be a string.")
+        self.name = name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def ensure_compile_time_eval() -> Any:
+    """Context manager: inside, operations whose operands are all known values run at once,
+    even under ``jit``, and give concrete Arrays (``jax.ensure_compile_time_eval``); so Python
+    can read them (``int(...)``, ``if``), as when setting up constants. Operations on traced
+    values are traced as usual.
+
+    Example::
+
+        @pyree.jit
+        def f(x):
+            with pyree.ensure_compile_time_eval():
+                n = int(jnp.sum(jnp.arange(4)))     # 6: a Python int while tracing
+            return x * n
+    """
+    from pyree.transpiler.trace import compile_time_eval
+    return compile_time_eval()
+
+
+__all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "default_backend",
+           "default_device", "device_count", "device_get", "device_put", "devices",
+           "disable_jit", "effects_barrier", "ensure_compile_time_eval", "eval_shape",
+           "host_count", "host_id", "host_ids", "jit", "live_arrays", "local_device_count",
+           "local_devices", "make_ir", "make_jaxpr", "named_call", "named_scope",
+           "print_environment_info", "process_count", "process_index", "process_indices",
+           "typeof"]

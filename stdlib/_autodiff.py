@@ -453,3 +453,89 @@ def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool
 
 
 jacobian = jacrev  # jax.jacobian: reverse mode, as in JAX
+
+
+# -- transposes and closures ---------------------------------------------------------------------
+
+def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence[Any] = ()) -> Callable:
+    """The transpose of a linear function ``fun`` (``jax.linear_transpose``): a function of
+    a cotangent shaped like ``fun``'s output that returns a tuple of cotangents shaped like
+    ``primals`` (arrays or ``ShapeDtypeStruct``; only their shapes and dtypes count). It is
+    ``fun``'s VJP, which for a linear function does not depend on the point.
+
+    Example::
+
+        t = pyree.linear_transpose(lambda x: 2.0 * x[::-1], jnp.zeros(3))
+        t(jnp.array([1.0, 2.0, 3.0]))     # (Array([6., 4., 2.]),)
+    """
+    from pyree import lax
+    if reduce_axes:
+        raise NotImplementedError("linear_transpose: reduce_axes is not supported")
+    leaves, tree = tree_util.tree_flatten(primals)
+    zeros = []
+    for leaf in leaves:
+        shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+        aval = get_aval(leaf) if shape is None or dtype is None else ShapedArray(shape, dtype)
+        zeros.append(lax.full(aval.shape, 0, aval.dtype))
+    zero_primals = tree_util.tree_unflatten(tree, zeros)
+    out, f_vjp = vjp(fun, *zero_primals)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    in_float = [ad.is_differentiable(get_aval(z)) for z in zeros]
+    out_float = [ad.is_differentiable(get_aval(o)) for o in out_leaves]
+    if any(in_float) and not all(out_float) or any(out_float) and not all(in_float):
+        raise TypeError("linear_transpose only supports [float or complex] -> [float or "
+                        "complex], and integer -> integer functions")
+    out_avals = [get_aval(o) for o in out_leaves]
+
+    def transposed(out_cotangent: Any) -> tuple:
+        ct_leaves, ct_tree = tree_util.tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"cotangent tree does not match function output: expected "
+                            f"{out_tree}, got {ct_tree}{where(None)}")
+        for ct, aval in zip(ct_leaves, out_avals):
+            ct_aval = get_aval(ct)
+            if ct_aval.shape != aval.shape or ct_aval.dtype != aval.dtype:
+                raise TypeError(f"cotangent type does not match function output: expected "
+                                f"{aval.str_short()}, got {ct_aval.str_short()}{where(None)}")
+        return tuple(f_vjp(out_cotangent))
+
+    return transposed
+
+
+def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
+    """``fun`` with the traced values it closes over made explicit (``jax.closure_convert``):
+    returns ``(converted, consts)`` where ``converted(*args, *consts)`` computes
+    ``fun(*args)``. Only values that may carry derivatives are hoisted: closed-over floating
+    tracers of an enclosing ``jit``, ``grad`` or ``vmap`` trace; concrete arrays and integer
+    tracers stay inside (so outside any trace ``consts`` is empty). Used to give
+    ``custom_vjp`` functions closures' values as arguments.
+
+    Example::
+
+        def outer(x):
+            g = lambda y: jnp.sin(x * y)            # closes over x
+            g2, consts = pyree.closure_convert(g, 1.0)
+            return g2(2.0, *consts)                 # == g(2.0)
+    """
+    from pyree.transpiler.trace import Tracer, eval_ir
+    from pyree.transpiler.ir import ClosedIR
+    leaves, in_tree = _flatten_args(example_args, "closure_convert example arguments")
+    closed, out_tree, _ = _trace(fun, leaves, in_tree)
+    hoisted = [i for i, c in enumerate(closed.consts)
+               if isinstance(c, Tracer) and ad.is_differentiable(c.aval)]
+    consts = [closed.consts[i] for i in hoisted]
+
+    def converted(*args_and_consts: Any) -> Any:
+        n_args = len(args_and_consts) - len(hoisted)
+        args, given = args_and_consts[:n_args], args_and_consts[n_args:]
+        values = list(closed.consts)
+        for i, v in zip(hoisted, given):
+            values[i] = v
+        flat, tree = tree_util.tree_flatten(tuple(args))
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: the converted function was traced for "
+                            f"arguments of structure {in_tree}, got {tree}{where(None)}")
+        outs = eval_ir(ClosedIR(closed.ir, values), *flat)
+        return tree_util.tree_unflatten(out_tree, _materialize(outs))
+
+    return converted, consts

@@ -43,7 +43,8 @@ __all__ = [
     "exponential", "gumbel", "laplace", "logistic", "cauchy", "rademacher", "lognormal",
     "pareto", "weibull_min", "rayleigh", "maxwell", "double_sided_maxwell", "triangular",
     "wald", "geometric", "categorical", "gamma", "loggamma", "beta", "dirichlet", "chisquare",
-    "t", "f", "generalized_normal", "ball", "poisson", "multivariate_normal",
+    "t", "f", "generalized_normal", "ball", "poisson", "multivariate_normal", "binomial",
+    "multinomial", "orthogonal",
 ]
 
 Shape = Union[int, Sequence[int]]
@@ -822,3 +823,177 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Optional[Shape] = 
     factor = jnp.linalg.cholesky(cov)
     z = _std_normal(k0, k1, shape + (n,), dtype)
     return mean + jnp.matmul(factor, z[..., None])[..., 0]
+
+
+# --------------------------------------------------------------------------------------------
+# Binomial (inversion for small means, Hörmann's BTRS for large ones), multinomial, orthogonal
+# --------------------------------------------------------------------------------------------
+
+def _unit_pair(k0: Any, k1: Any, shape: tuple, dtype: np.dtype) -> tuple[Any, Any]:
+    """Two independent [0, 1) uniform arrays of ``dtype`` (one Threefry block in float32)."""
+    if dtype.itemsize == 8:
+        (a0, a1), (b0, b1) = _subkeys(k0, k1, 2)
+        return _unit(a0, a1, shape, dtype), _unit(b0, b1, shape, dtype)
+    first, second = _two_units(k0, k1, shape)
+    return first.astype(dtype), second.astype(dtype)
+
+
+def _binomial_inversion(k0: Any, k1: Any, n: Any, p: Any) -> Any:
+    """Binomial draws for n * p < 10: the number of geometric waiting times (trials up to and
+    including a success) that fit in n trials."""
+    shape, dtype = tuple(n.shape), np.dtype(n.dtype)
+    one = _const(1.0, dtype)
+
+    def not_done(state):
+        rounds, done = state[0], state[1]
+        return ~jnp.all(done) & (rounds < np.uint32(_MAX_REJECTION_ROUNDS))
+
+    def wait(state):
+        rounds, done, count, trials, n_, log_q = state
+        u = _unit(*_fold_words(k0, k1, rounds), shape, dtype)
+        # log(u) / log(1 - p) > 0; u = 0 (or p = 0) gives inf: no success within n trials.
+        trials = trials + jnp.maximum(jnp.ceil(jnp.log(u) / log_q), one)
+        stop = trials > n_
+        count = jnp.where(done | stop, count, count + one)
+        return rounds + np.uint32(1), done | stop, count, trials, n_, log_q
+
+    # n and log(1 - p) ride in the loop state (see _poisson_knuth on IREE's fusion).
+    state = (jnp.zeros((), _U32), jnp.zeros(shape, bool), jnp.zeros(shape, dtype),
+             jnp.zeros(shape, dtype), n, jnp.log1p(-p))
+    return lax.while_loop(not_done, wait, state)[2]
+
+
+def _binomial_btrs(k0: Any, k1: Any, n: Any, p: Any) -> Any:
+    """Binomial draws for n * p >= 10, p <= 1/2: Hörmann's transformed rejection with squeeze
+    (BTRS, 1993)."""
+    shape, dtype = tuple(n.shape), np.dtype(n.dtype)
+    c = lambda v: _const(v, dtype)  # noqa: E731
+    q = c(1.0) - p
+    spq = jnp.sqrt(n * p * q)
+    b = c(1.15) + c(2.53) * spq
+    a = c(-0.0873) + c(0.0248) * b + c(0.01) * p
+    mid = n * p + c(0.5)
+    v_r = c(0.92) - c(4.2) / b
+    alpha = (c(2.83) + c(5.1) / b) * spq
+    log_odds = jnp.log(p / q)
+    mode = jnp.floor((n + c(1.0)) * p)
+    log_h = lax.lgamma(mode + c(1.0)) + lax.lgamma(n - mode + c(1.0))
+
+    def not_done(state):
+        rounds, done, _ = state
+        return ~jnp.all(done) & (rounds < np.uint32(_MAX_REJECTION_ROUNDS))
+
+    def propose(state):
+        rounds, done, accepted = state
+        u, v = _unit_pair(*_fold_words(k0, k1, rounds), shape, dtype)
+        u = u - c(0.5)
+        us = c(0.5) - jnp.abs(u)
+        k = jnp.floor((c(2.0) * a / us + b) * u + mid)
+        inside = (k >= c(0.0)) & (k <= n)
+        quick = (us >= c(0.07)) & (v <= v_r)
+        k_safe = jnp.clip(k, c(0.0), n)   # (lgamma of the rejected ones stays finite)
+        log_v = jnp.log(v * alpha / (a / (us * us) + b))
+        exact = log_v <= (log_h - lax.lgamma(k_safe + c(1.0)) - lax.lgamma(n - k_safe + c(1.0))
+                          + (k_safe - mode) * log_odds)
+        ok = inside & (quick | exact)
+        accepted = jnp.where(ok & ~done, k, accepted)
+        return rounds + np.uint32(1), done | ok, accepted
+
+    state = (jnp.zeros((), _U32), jnp.zeros(shape, bool), jnp.zeros(shape, dtype))
+    return lax.while_loop(not_done, propose, state)[2]
+
+
+def binomial(key: Any, n: Any, p: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """Binomial draws: successes in ``n`` trials (a float array, non-integers rounded down)
+    of probability ``p``, as floats; ``shape`` defaults to the broadcast of ``n``'s and
+    ``p``'s. Inversion (counting geometric waiting times) where ``n * min(p, 1 - p) < 10``,
+    Hörmann's BTRS rejection above; invalid parameters (``n < 0``, ``p`` outside [0, 1],
+    NaN) give NaN, as in JAX.
+
+    Example: ``random.binomial(key, 20.0, 0.3, (1000,))``  (mean 6, variance 4.2)
+    """
+    k0, k1, _ = _single_key(key, "binomial")
+    dtype = _float_dtype(dtype, "binomial")
+    n, p = _float_params("binomial", dtype, n, p)
+    shape = _sample_shape("binomial", shape, n, p)
+    n = lax.stop_gradient(jnp.broadcast_to(jnp.floor(n), shape))
+    p = lax.stop_gradient(jnp.broadcast_to(p, shape))
+    zero, one = _const(0.0, dtype), _const(1.0, dtype)
+    valid = (n >= zero) & jnp.isfinite(n) & (p >= zero) & (p <= one)
+    flip = p > _const(0.5, dtype)
+    q = jnp.where(flip, one - p, p)                       # <= 1/2: count the rarer outcome
+    small = n * q < _const(10.0, dtype)
+    (s0, s1), (l0, l1) = _subkeys(k0, k1, 2)
+    # Each method sees harmless parameters where the other applies, so those stop at once.
+    inverted = _binomial_inversion(s0, s1, jnp.where(small & valid, n, zero),
+                                   jnp.where(small & valid, q, zero))
+    rejected = _binomial_btrs(l0, l1, jnp.where(small | ~valid, _const(100.0, dtype), n),
+                              jnp.where(small | ~valid, _const(0.5, dtype), q))
+    count = jnp.where(small, inverted, rejected)
+    count = jnp.where(flip, n - count, count)
+    return jnp.where(valid, count, _const(np.nan, dtype))
+
+
+def multinomial(key: Any, n: Any, p: Any, *, shape: Optional[Shape] = None, dtype: Any = None,
+                unroll: Union[int, bool] = 1) -> Any:
+    """Multinomial counts of ``n`` trials over the outcomes of the last axis of ``p``
+    (probabilities, normalized here): one binomial per outcome, of the trials left and the
+    outcome's share of the probability left, in a scan over outcomes. As in JAX's
+    implementation, ``shape`` (default ``p.shape``) is the whole result shape, outcomes
+    last; ``n`` broadcasts to ``shape[:-1]``.
+
+    Example: ``random.multinomial(key, 10.0, jnp.array([0.2, 0.3, 0.5]))``  (sums to 10)
+    """
+    k0, k1, _ = _single_key(key, "multinomial")
+    check_arraylike("multinomial", n, p)
+    dtype = _float_dtype(dtype, "multinomial")
+    p = jnp.asarray(p)
+    work = np.dtype(p.dtype) if np.dtype(p.dtype).kind == "f" else dtype
+    n, p = _float_params("multinomial", work, n, p)
+    shape = tuple(p.shape) if shape is None else _shape_tuple(shape, "multinomial")
+    if not shape:
+        raise ValueError(f"multinomial: p needs an outcome axis{_where(None)}")
+    n = jnp.broadcast_to(n, shape[:-1])
+    p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+    left = lax.cumsum(p, 0, reverse=True)                  # probability of this outcome or later
+    ratios = jnp.clip(p / jnp.where(left == 0, 1, left), 0, 1)
+    keys = _split_words(k0, k1, (shape[-1],))
+
+    def draw(remaining, ratio_key):
+        ratio, words = ratio_key
+        count = binomial(words, remaining, ratio, dtype=np.dtype(remaining.dtype))
+        return remaining - count, count
+
+    _, counts = lax.scan(draw, n, (ratios, keys))
+    return jnp.moveaxis(counts, 0, -1).astype(dtype)
+
+
+def orthogonal(key: Any, n: int, shape: Shape = (), dtype: Any = None, m: Optional[int] = None,
+               *, out_sharding: Any = None) -> Any:
+    """Matrices uniform (Haar) on the orthogonal group O(n), or semi-orthogonal ``n x m`` ones
+    (orthonormal rows if ``n <= m``, columns if ``m <= n``): the Q of a Gaussian matrix's QR
+    with its columns' signs fixed by R's diagonal (Mezzadri 2007). Shape ``shape + (n, m)``.
+
+    Example: ``q = random.orthogonal(key, 3)``; ``q.T @ q`` is the identity.
+    """
+    k0, k1, _ = _single_key(key, "orthogonal")
+    shape = _shape_tuple(shape, "orthogonal")
+    dtype = _check_dtype(dtypes.canonicalize_dtype(float) if dtype is None else dtype,
+                         "orthogonal", "fc", "a float or complex dtype")
+    n = _static_int(n, "orthogonal", "n")
+    m = n if m is None else _static_int(m, "orthogonal", "m")
+    z = _std_normal(k0, k1, shape + (max(n, m), min(n, m)), dtype)
+    q, r = jnp.linalg.qr(z)
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
+    phase = d / jnp.abs(d) if dtype.kind == "c" else jnp.sign(d)
+    q = q * phase[..., None, :]
+    return jnp.swapaxes(q, -1, -2) if n < m else q
+
+
+def _static_int(value: Any, name: str, what: str) -> int:
+    try:
+        return int(value) if isinstance(value, (int, np.integer)) else int(
+            np.asarray(value).item())
+    except Exception:
+        raise TypeError(f"{name}: {what} must be a concrete integer, got {value!r}"
+                        f"{_where(None)}") from None

@@ -38,6 +38,10 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     # "default"/"bfloat16", "high"/"tensorfloat32"/"bfloat16_3x", "highest"/"float32"). CPUs
     # always multiply in full float32; on CUDA the lower two run on tensor cores.
     "default_matmul_precision": (None, "PYREE_DEFAULT_MATMUL_PRECISION", str),
+    # Where arrays are created and computations without array operands run (JAX's
+    # jax_default_device): a Device, a platform name ("cpu") or None for the platform's first
+    # device. ``with pyree.default_device(d):`` overrides it in one thread.
+    "default_device": (None, "PYREE_DEFAULT_DEVICE", str),
 }
 
 # JAX's own names: "jax_enable_x64" is "enable_x64" (as an argument of update and as an
@@ -52,7 +56,7 @@ _JAX_ONLY = {
     "jax_default_prng_impl": "threefry2x32", "jax_threefry_partitionable": True,
     "jax_compilation_cache_dir": None, "jax_persistent_cache_min_compile_time_secs": 1.0,
     "jax_persistent_cache_min_entry_size_bytes": 0, "jax_check_tracer_leaks": False,
-    "jax_explain_cache_misses": False, "jax_default_device": None,
+    "jax_explain_cache_misses": False,
     "jax_transfer_guard": "allow", "jax_spmd_mode": "allow_all", "jax_dynamic_shapes": False,
     "jax_debug_key_reuse": False, "jax_pmap_shmap_merge": False,
 }

@@ -506,6 +506,7 @@ from ._lax_control_flow import cond, fori_loop, map, scan, switch, while_loop  #
 from ._lax_gather import *  # noqa: E402,F401,F403
 from ._lax_sort import *  # noqa: E402,F401,F403
 from ._lax_windows import *  # noqa: E402,F401,F403
+from ._lax_extra import *  # noqa: E402,F401,F403
 from ._custom_derivatives import stop_gradient  # noqa: E402
 
 

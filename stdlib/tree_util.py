@@ -26,6 +26,11 @@ __all__ = [
     "register_pytree_node_class", "tree_all", "tree_flatten", "tree_leaves", "tree_map",
     "tree_reduce", "tree_structure", "tree_unflatten", "treedef_children", "treedef_is_leaf",
     "treedef_tuple",
+    "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "SequenceKey",
+    "flatten_one_level", "flatten_one_level_with_keys", "is_tree_node", "keystr",
+    "register_pytree_with_keys", "register_pytree_with_keys_class", "register_static",
+    "tree_broadcast", "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path",
+    "tree_reduce_associative", "tree_transpose",
 ]
 
 _T = TypeVar("_T")
@@ -43,6 +48,9 @@ _KIND: dict[type, int] = {
 _BUILTIN_NODE_TYPES = frozenset(_KIND)
 # Registered types: type -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x).
 _CUSTOM_NODES: dict[type, tuple[Callable, Callable]] = {}
+# Registered types that name their children: type -> flatten_with_keys(x) ->
+# (((key, child), ...), aux). Others' children are named by FlattenedIndexKey.
+_KEYED_NODES: dict[type, Callable] = {}
 _MAX_CACHED_TYPES = 4096  # bound on cached leaf types (classes made on the fly must not leak)
 
 
@@ -524,7 +532,11 @@ def register_dataclass(nodetype: type[_T] | None = None, data_fields: Iterable[s
     def unflatten(meta: tuple, data: Iterable) -> Any:
         return nodetype(**dict(zip(data_names, data)), **dict(zip(meta_names, meta)))
 
-    register_pytree_node(nodetype, flatten, unflatten)
+    def flatten_with_keys(x: Any) -> tuple[list, tuple]:
+        data, meta = flatten(x)
+        return [(GetAttrKey(n), d) for n, d in zip(data_names, data)], meta
+
+    register_pytree_with_keys(nodetype, flatten_with_keys, unflatten, flatten)
     return nodetype
 
 
@@ -540,3 +552,369 @@ class Partial(functools.partial):
 
 register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
                      lambda func, children: Partial(func, *children[0], **children[1]))
+
+
+# -- key paths -------------------------------------------------------------------------------------
+# A leaf's path is the tuple of keys that lead to it from the root, one per node: dict entries
+# are DictKey, tuple and list items SequenceKey, namedtuple and dataclass fields GetAttrKey, the
+# children of other registered nodes FlattenedIndexKey (unless registered with keys).
+
+class DictKey:
+    """The key of a dict entry in a path; prints as ``['a']``. Example: ``DictKey("a").key``"""
+
+    __slots__ = ("key",)
+    __match_args__ = ("key",)
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+    def __repr__(self) -> str:
+        return f"DictKey(key={self.key!r})"
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is DictKey and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash((DictKey, self.key))
+
+
+class SequenceKey:
+    """The index of a tuple or list item in a path; prints as ``[0]``.
+    Example: ``SequenceKey(0).idx``"""
+
+    __slots__ = ("idx",)
+    __match_args__ = ("idx",)
+
+    def __init__(self, idx: int) -> None:
+        self.idx = idx
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+    def __repr__(self) -> str:
+        return f"SequenceKey(idx={self.idx!r})"
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is SequenceKey and self.idx == other.idx
+
+    def __hash__(self) -> int:
+        return hash((SequenceKey, self.idx))
+
+
+class GetAttrKey:
+    """The name of an attribute (a namedtuple's or dataclass's field) in a path; prints as
+    ``.name``. Example: ``GetAttrKey("w").name``"""
+
+    __slots__ = ("name",)
+    __match_args__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+    def __repr__(self) -> str:
+        return f"GetAttrKey(name={self.name!r})"
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is GetAttrKey and self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash((GetAttrKey, self.name))
+
+
+class FlattenedIndexKey:
+    """The position of a child of a node registered without keys, in a path; prints as
+    ``[<flat index 0>]``. Example: ``FlattenedIndexKey(0).key``"""
+
+    __slots__ = ("key",)
+    __match_args__ = ("key",)
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+    def __repr__(self) -> str:
+        return f"FlattenedIndexKey(key={self.key!r})"
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is FlattenedIndexKey and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash((FlattenedIndexKey, self.key))
+
+
+KeyEntry = Any                 # one key of a path (the classes above, or a user's own)
+KeyPath = tuple                # a tuple of KeyEntry
+
+
+def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
+    """A path as text, each key as it prints (``['a'][0].w``) or, with ``simple``, as its bare
+    value (``a/0/w`` with ``separator="/"``).
+
+    Example::
+
+        for path, leaf in tree_leaves_with_path({"a": [1, 2]}):
+            keystr(path)           # "['a'][0]", then "['a'][1]"
+    """
+    def simple_text(key: Any) -> str:
+        for cls, attr in ((DictKey, "key"), (SequenceKey, "idx"), (GetAttrKey, "name"),
+                          (FlattenedIndexKey, "key")):
+            if type(key) is cls:
+                return str(getattr(key, attr))
+        return str(key)
+    return separator.join(simple_text(k) if simple else str(k) for k in keys)
+
+
+def _keyed_children(x: Any, kind: int) -> tuple[list, list, Any]:
+    """One level of the node ``x`` of kind ``kind``: (keys, children, aux data)."""
+    if kind == _TUPLE or kind == _LIST:
+        return [SequenceKey(i) for i in range(len(x))], list(x), None
+    if kind == _NAMEDTUPLE:
+        return [GetAttrKey(f) for f in type(x)._fields], list(x), None
+    if kind == _DICT:
+        keys = _sorted_keys(x)
+        return [DictKey(k) for k in keys], [x[k] for k in keys], keys
+    if kind == _ORDERED:
+        keys = tuple(x)
+        return [DictKey(k) for k in keys], [x[k] for k in keys], keys
+    if kind == _DEFAULT:
+        keys = _sorted_keys(x)
+        return [DictKey(k) for k in keys], [x[k] for k in keys], (x.default_factory, keys)
+    if kind == _NONE:
+        return [], [], None
+    keyed = _KEYED_NODES.get(type(x))
+    if keyed is not None:
+        pairs, aux = keyed(x)
+        pairs = list(pairs)
+        return [k for k, _ in pairs], [c for _, c in pairs], aux
+    children, aux = _CUSTOM_NODES[type(x)][0](x)
+    children = list(children)
+    return [FlattenedIndexKey(i) for i in range(len(children))], children, aux
+
+
+def _kind_of(x: Any) -> int:
+    kind = _KIND.get(type(x))
+    return _classify(type(x)) if kind is None else kind
+
+
+def _flatten_keyed(x: Any, path: tuple, pairs: list, is_leaf: Callable | None,
+                   takes_path: bool) -> PyTreeDef:
+    if is_leaf is not None and (is_leaf(path, x) if takes_path else is_leaf(x)):
+        pairs.append((path, x))
+        return _LEAF_DEF
+    kind = _kind_of(x)
+    if kind == _LEAF:
+        pairs.append((path, x))
+        return _LEAF_DEF
+    if kind == _NONE:
+        return _NONE_DEF
+    start = len(pairs)
+    keys, children, aux = _keyed_children(x, kind)
+    child_defs = tuple(_flatten_keyed(c, path + (k,), pairs, is_leaf, takes_path)
+                       for k, c in zip(keys, children))
+    return _new_treedef(PyTreeDef, (type(x), aux, child_defs, len(pairs) - start))
+
+
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False
+                           ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+    """Like ``tree_flatten``, with each leaf's key path: ``([(path, leaf), ...], treedef)``.
+    With ``is_leaf_takes_path``, ``is_leaf(path, subtree)`` decides the leaves.
+
+    Example::
+
+        tree_flatten_with_path({"a": [1, 2]})[0]
+        # [((DictKey(key='a'), SequenceKey(idx=0)), 1), ((DictKey(key='a'), SequenceKey(idx=1)), 2)]
+    """
+    pairs: list = []
+    treedef = _flatten_keyed(tree, (), pairs, is_leaf, is_leaf_takes_path)
+    return pairs, treedef
+
+
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                          is_leaf_takes_path: bool = False) -> list[tuple[KeyPath, Any]]:
+    """The ``(path, leaf)`` pairs of ``tree``, in ``tree_leaves`` order.
+
+    Example: ``[keystr(p) for p, _ in tree_leaves_with_path({"a": (1, 2)})]`` is
+    ``["['a'][0]", "['a'][1]"]``
+    """
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
+                       is_leaf: Callable[..., bool] | None = None,
+                       is_leaf_takes_path: bool = False) -> Any:
+    """``tree_map`` whose function also gets each leaf's key path first:
+    ``f(path, leaf, *matching leaves of rest)``.
+
+    Example::
+
+        tree_map_with_path(lambda p, x: x * 0 if keystr(p) == "['b']" else x, {"a": 1, "b": 2})
+        # {'a': 1, 'b': 0}
+    """
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    all_leaves = [[leaf for _, leaf in pairs]] + [treedef.flatten_up_to(r) for r in rest]
+    return treedef.unflatten([f(path, *xs) for (path, _), xs in zip(pairs, zip(*all_leaves))])
+
+
+def register_pytree_with_keys(nodetype: type,
+                              flatten_with_keys: Callable[[Any], tuple[Iterable, Any]],
+                              unflatten_func: Callable[[Any, Iterable], Any],
+                              flatten_func: Callable[[Any], tuple[Iterable, Any]] | None = None
+                              ) -> None:
+    """Makes ``nodetype`` a pytree node whose children have keys in paths:
+    ``flatten_with_keys(x)`` returns ``(((key, child), ...), aux_data)``; ``flatten_func``
+    (default: derived from it) returns ``(children, aux_data)`` for plain flattening.
+
+    Example::
+
+        register_pytree_with_keys(Pair, lambda p: (((GetAttrKey("a"), p.a),
+                                                    (GetAttrKey("b"), p.b)), None),
+                                  lambda _, c: Pair(*c))
+    """
+    if flatten_func is None:
+        def flatten_func(x: Any) -> tuple[list, Any]:
+            pairs, aux = flatten_with_keys(x)
+            return [c for _, c in pairs], aux
+    register_pytree_node(nodetype, flatten_func, unflatten_func)
+    _KEYED_NODES[nodetype] = flatten_with_keys
+
+
+def register_pytree_with_keys_class(cls: type[_T]) -> type[_T]:
+    """Class decorator registering ``cls`` through its ``tree_flatten_with_keys`` method, its
+    ``tree_unflatten(aux_data, children)`` classmethod and, if defined, ``tree_flatten``.
+
+    Example::
+
+        @register_pytree_with_keys_class
+        class Box:
+            def __init__(self, x): self.x = x
+            def tree_flatten_with_keys(self): return ((GetAttrKey("x"), self.x),), None
+            @classmethod
+            def tree_unflatten(cls, aux, children): return cls(*children)
+    """
+    flatten = getattr(cls, "tree_flatten", None)
+    register_pytree_with_keys(cls, operator.methodcaller("tree_flatten_with_keys"),
+                              cls.tree_unflatten,
+                              operator.methodcaller("tree_flatten") if flatten else None)
+    return cls
+
+
+def register_static(cls: type[_T]) -> type[_T]:
+    """Class decorator making instances of ``cls`` nodes without children: the instance
+    itself is aux data of the treedef (so it must be hashable), never a leaf; ``jit`` treats
+    it as static.
+
+    Example::
+
+        @register_static
+        @dataclasses.dataclass(frozen=True)
+        class Config:
+            depth: int
+
+        tree_leaves([Config(2), 1.0])    # [1.0]
+    """
+    register_pytree_node(cls, lambda x: ((), x), lambda aux, _: aux)
+    return cls
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether ``typ`` is a pytree node type (built-in container, namedtuple or registered).
+
+    Example: ``is_tree_node(list) and not is_tree_node(int)``
+    """
+    if not isinstance(typ, type):
+        raise TypeError(f"is_tree_node takes a type, got {typ!r}")
+    kind = _KIND.get(typ)
+    return (_classify(typ) if kind is None else kind) != _LEAF
+
+
+def flatten_one_level(tree: Any) -> tuple[list, Any]:
+    """One level of a node: ``(children, aux_data)``; ValueError for a leaf.
+
+    Example: ``flatten_one_level({"b": 1, "a": [2]}) == ([[2], 1], ('a', 'b'))``
+    """
+    keys, children, aux = _one_level(tree)
+    return children, aux
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[list, Any]:
+    """One level of a node with its keys: ``([(key, child), ...], aux_data)``.
+
+    Example: ``flatten_one_level_with_keys([5])[0] == [(SequenceKey(0), 5)]``
+    """
+    keys, children, aux = _one_level(tree)
+    return list(zip(keys, children)), aux
+
+
+def _one_level(tree: Any) -> tuple[list, list, Any]:
+    kind = _kind_of(tree)
+    if kind == _LEAF:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    keys, children, aux = _keyed_children(tree, kind)
+    if kind == _NAMEDTUPLE:
+        aux = type(tree)
+    return keys, children, aux
+
+
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
+                   pytree_to_transpose: Any) -> Any:
+    """Swap the outer and inner levels of a tree of trees: a tree of structure
+    ``outer(inner(leaves))`` becomes ``inner(outer(leaves))``. ``inner_treedef`` None takes
+    the structure of the first inner tree.
+
+    Example::
+
+        tree_transpose(tree_structure([0, 0]), tree_structure((0, 0)), [(1, 2), (3, 4)])
+        # ([1, 3], [2, 4])
+    """
+    inners = outer_treedef.flatten_up_to(pytree_to_transpose)
+    if inner_treedef is None:
+        inner_treedef = tree_structure(inners[0]) if inners else tree_structure(())
+    columns = [inner_treedef.flatten_up_to(t) for t in inners]
+    n_inner = inner_treedef.num_leaves
+    return inner_treedef.unflatten(
+        [outer_treedef.unflatten([col[i] for col in columns]) for i in range(n_inner)])
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any,
+                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``prefix_tree`` expanded to ``full_tree``'s structure: each leaf of the prefix is
+    repeated over the subtree of ``full_tree`` where it sits.
+
+    Example::
+
+        tree_broadcast([1, {"a": 2}], [(3, 4), {"a": [5, 6]}])   # [(1, 1), {'a': [2, 2]}]
+    """
+    leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = prefix_def.flatten_up_to(full_tree)
+    return prefix_def.unflatten([tree_map(lambda _, v=leaf: v, sub, is_leaf=is_leaf)
+                                 for leaf, sub in zip(leaves, subtrees)])
+
+
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *,
+                            identity: Any = _MISSING,
+                            is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Reduce the leaves with an associative ``operation`` as a balanced tree of calls
+    (depth log n, not n); ``identity`` is the result for no leaves.
+
+    Example: ``tree_reduce_associative(operator.add, [1, (2, 3)]) == 6``
+    """
+    items = tree_leaves(tree, is_leaf)
+    if not items:
+        if identity is _MISSING:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    while len(items) > 1:
+        paired = [operation(a, b) for a, b in zip(items[::2], items[1::2])]
+        items = paired + ([items[-1]] if len(items) % 2 else [])
+    return items[0]
+
+

@@ -103,7 +103,8 @@ def to_array(x: Any, device: Optional[Device] = None) -> Array:
     if isinstance(x, (bool, int, float, complex, TypedScalar)):
         aval = get_aval(x)
         value = x.value.item() if isinstance(x, TypedScalar) else x
-        key = (scalar_key(value), aval.dtype, aval.weak_type, device)
+        # (Keyed by the actual device: the default one changes under pyree.default_device.)
+        key = (scalar_key(value), aval.dtype, aval.weak_type, device or default_device())
         cached = _scalar_cache.get(key)
         if cached is None:
             cached = device_put_numpy(np.asarray(value, aval.dtype), device,

@@ -294,7 +294,7 @@ class JitFunction:
                     key = tuple(key)
             if key is not None:
                 fast = self._fast.get(key)
-                if fast is not None and (not args or args[0]._device is fast[0]):
+                if fast is not None and (args[0]._device if args else default_device()) is fast[0]:
                     _, call, compiled = fast
                     if call is not None and not nan_check.enabled:
                         outs = call(args)

@@ -291,6 +291,7 @@ class _TraceState(threading.local):
     def __init__(self) -> None:
         self.builders: list[IRBuilder] = []
         self.loc: Optional[SourceLoc] = None  # see `located`
+        self.compile_time_eval = 0  # depth of `compile_time_eval` contexts
 
 
 _state = _TraceState()
@@ -335,6 +336,24 @@ class tracing:
     def __exit__(self, *exc) -> None:
         popped = _state.builders.pop()
         assert popped is self.builder
+
+
+class compile_time_eval:
+    """Context manager: inside, an operation whose operands are all known values (no tracers)
+    runs at once, even inside a trace, and gives a concrete Array
+    (``jax.ensure_compile_time_eval``); operations on traced values are traced as usual.
+
+    Example::
+
+        with compile_time_eval():
+            n = int(jnp.sum(jnp.arange(4)))     # 6, a Python int even under jit
+    """
+
+    def __enter__(self) -> None:
+        _state.compile_time_eval += 1
+
+    def __exit__(self, *exc) -> None:
+        _state.compile_time_eval -= 1
 
 
 # -- abstract values of concrete things -------------------------------------------------------
@@ -404,6 +423,9 @@ def bind(primitive: Primitive, args: Sequence[Any], params: dict) -> list[Any]:
                     f"tracing{where(None)}\nIt escaped (stored in a global or a Python "
                     "container?). Return values from jitted functions instead.")
         from . import eager
+        return eager.apply(primitive, args, params)
+    if _state.compile_time_eval and not any(isinstance(a, Tracer) for a in args):
+        from . import eager  # operands all known: computed now, a constant of the trace
         return eager.apply(primitive, args, params)
     loc = _state.loc or user_loc(2)
     inputs = [builder.atom(a) for a in args]

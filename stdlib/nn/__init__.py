@@ -36,6 +36,7 @@ __all__ = [
     "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "one_hot", "relu", "relu6",
     "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
     "squareplus", "standardize", "swish", "tanh",
+    "dot_product_attention", "identity", "log1mexp", "logmeanexp", "sparse_sigmoid",
 ]
 
 tanh = jnp.tanh
@@ -467,6 +468,154 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
     classes_shape[axis] = num_classes
     classes = jnp.arange(num_classes).reshape(classes_shape)
     return (jnp.expand_dims(x, axis) == classes).astype(dtype)
+
+
+def identity(x: Any) -> Any:
+    """The identity activation: ``x`` unchanged.
+
+    Example::
+
+        nn.identity(jnp.array([-1.0, 2.0]))       # [-1., 2.]
+    """
+    return x
+
+
+def sparse_sigmoid(x: Any) -> Any:
+    """The sparse sigmoid: 0 below -1, 1 above 1, ``(x + 1) / 2`` between (sparse_plus's
+    derivative).
+
+    Example::
+
+        nn.sparse_sigmoid(jnp.array([-2.0, 0.0, 0.5]))   # [0., 0.5, 0.75]
+    """
+    x = _inexact(x, "sparse_sigmoid")
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, 1.0, (x + 1.0) / 2.0))
+
+
+def log1mexp(x: Any) -> Any:
+    """``log(1 - exp(-x))`` for ``x >= 0``, accurate everywhere: ``log(-expm1(-x))`` for
+    ``x`` below log 2, ``log1p(-exp(-x))`` above (Maechler 2012). NaN for ``x < 0``, -inf at 0.
+
+    Example::
+
+        nn.log1mexp(jnp.array([0.1, 10.0]))      # [-2.3521686, -4.5400961e-05]
+    """
+    x = _inexact(x, "log1mexp")
+    small = x < np.log(2.0)
+    # Each branch sees an argument where it is well behaved, so no NaN reaches the gradient.
+    near = jnp.log(-jnp.expm1(-jnp.where(small, x, 1.0)))
+    far = jnp.log1p(-jnp.exp(-jnp.where(small, 1.0, x)))
+    return jnp.where(small, near, far)
+
+
+def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = False) -> Any:
+    """``log(mean(exp(x)))`` over ``axis``: ``logsumexp`` minus the log of the number of
+    terms (those ``where`` selects).
+
+    Example::
+
+        nn.logmeanexp(jnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=1)   # [1.6201143, 3.6201143]
+    """
+    x = _inexact(x, "logmeanexp")
+    axes = _static_axis(axis, jnp.ndim(x))
+    total = logsumexp(x, axis=axes, keepdims=keepdims, where=where)
+    if where is None:
+        count = math.prod(jnp.shape(x)[a] for a in axes)
+        return total - np.log(count).astype(total.dtype) if count else total - np.inf
+    count = jnp.sum(jnp.broadcast_to(where, jnp.shape(x)), axis=axes, keepdims=keepdims)
+    return total - jnp.log(count.astype(total.dtype))
+
+
+def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None, mask: Any = None,
+                          *, scale: Optional[float] = None, is_causal: bool = False,
+                          query_seq_lengths: Any = None, key_value_seq_lengths: Any = None,
+                          local_window_size: Optional[Union[int, tuple[int, int]]] = None,
+                          implementation: Optional[str] = None,
+                          return_residual: bool = False) -> Any:
+    """Scaled dot-product attention, ``softmax(Q K^T * scale + bias) V`` per head, on arrays
+    of shape ``(B, T, N, H)`` for ``query`` and ``(B, S, K, H)`` for ``key`` and ``value``
+    (or without the batch axis); ``N`` a multiple of ``K`` (grouped-query attention: query
+    head n reads key/value head ``n // (N // K)``). ``scale`` defaults to ``1 / sqrt(H)``.
+    ``bias`` and the boolean ``mask`` (True: attend) broadcast to ``(B, N, T, S)``; so do the
+    masks of ``is_causal`` (key ``s <= t``), the sequence lengths (padded queries give zeros)
+    and ``local_window_size`` ``(left, right)``. Masked logits are set to ``-0.7 *`` the
+    largest float32, as JAX's XLA path does, so a query with every key masked averages all
+    values. Logits and softmax are float32 (or wider); the result has ``query``'s dtype and
+    shape. ``return_residual=True`` also returns the softmax's logsumexp, shape ``(B, T, N)``.
+
+    Example::
+
+        out = nn.dot_product_attention(q, k, v, is_causal=True)    # q: (2, 16, 8, 64)
+    """
+    if implementation not in (None, "xla"):
+        raise NotImplementedError(f"dot_product_attention: implementation={implementation!r} "
+                                  "is not available in pyree (only 'xla', the default)")
+    check_arraylike("dot_product_attention", query, key, value)
+    q, k, v = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
+    unbatched = q.ndim == 3
+    if unbatched:
+        q, k, v = q[None], k[None], v[None]
+        bias = None if bias is None else jnp.asarray(bias)[None] if jnp.ndim(bias) == 3 else bias
+        mask = None if mask is None else jnp.asarray(mask)[None] if jnp.ndim(mask) == 3 else mask
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError(f"dot_product_attention: query, key and value must have rank 4 "
+                         f"(BTNH) or 3 (TNH), got shapes {jnp.shape(query)}, {jnp.shape(key)}, "
+                         f"{jnp.shape(value)}")
+    if k.shape != v.shape:
+        raise ValueError(f"dot_product_attention: key and value must have the same shape, got "
+                         f"{k.shape} and {v.shape}")
+    b, t, n, h = q.shape
+    _, s, kh, hk = k.shape
+    if k.shape[0] != b or hk != h:
+        raise ValueError(f"dot_product_attention: key's batch and head dimensions must match "
+                         f"query's, got {k.shape} for query {q.shape}")
+    if n % kh:
+        raise ValueError(f"dot_product_attention: the number of query heads ({n}) must be a "
+                         f"multiple of the number of key/value heads ({kh})")
+    groups = n // kh
+    out_dtype = q.dtype
+    acc = jnp.promote_types(jnp.promote_types(q.dtype, k.dtype), np.float32)
+    scale = 1.0 / math.sqrt(h) if scale is None else scale
+    qg = q.astype(acc).reshape(b, t, kh, groups, h)
+    logits = jnp.einsum("btkgh,bskh->bkgts", qg, k.astype(acc)).reshape(b, n, t, s)
+    logits = logits * np.asarray(scale, acc)
+    if bias is not None:
+        logits = logits + jnp.asarray(bias).astype(acc)
+    keep = None if mask is None else jnp.asarray(mask).astype(bool)
+
+    def both(a: Any, c: Any) -> Any:
+        return c if a is None else a & c
+
+    rows, cols = jnp.arange(t)[:, None], jnp.arange(s)[None, :]
+    if is_causal:
+        keep = both(keep, cols <= rows)
+    if local_window_size is not None:
+        left, right = ((local_window_size, local_window_size)
+                       if isinstance(local_window_size, int) else local_window_size)
+        keep = both(keep, (cols >= rows - left) & (cols <= rows + right))
+    if key_value_seq_lengths is not None:
+        kv_len = jnp.asarray(key_value_seq_lengths).reshape(b, 1, 1, 1)
+        keep = both(keep, jnp.arange(s).reshape(1, 1, 1, s) < kv_len)
+    if query_seq_lengths is not None:
+        q_len = jnp.asarray(query_seq_lengths).reshape(b, 1, 1, 1)
+        keep = both(keep, jnp.arange(t).reshape(1, 1, t, 1) < q_len)
+    if keep is not None:
+        large_negative = np.asarray(-0.7 * np.finfo(np.float32).max, acc)
+        logits = jnp.where(keep, logits, large_negative)
+    probs = softmax(logits, axis=-1)
+    out = jnp.einsum("bkgts,bskh->btkgh", probs.reshape(b, kh, groups, t, s), v.astype(acc))
+    out = out.reshape(b, t, n, h)
+    if query_seq_lengths is not None:
+        valid = jnp.arange(t).reshape(1, t, 1, 1) < jnp.asarray(query_seq_lengths).reshape(
+            b, 1, 1, 1)
+        out = jnp.where(valid, out, 0.0)
+    out = out.astype(out_dtype)
+    if unbatched:
+        out = out[0]
+    if not return_residual:
+        return out
+    residual = jnp.transpose(logsumexp(logits, axis=-1), (0, 2, 1))     # (B, T, N)
+    return out, residual[0] if unbatched else residual
 
 
 from pyree.nn import initializers  # noqa: E402  (needs the names above; imports random)

@@ -8,7 +8,7 @@ __all__ = [
     "zeros_like",
     "astype", "diag_indices", "diag_indices_from", "frombuffer", "fromiter", "fromstring", "ix_",
     "load", "mask_indices", "tril_indices", "tril_indices_from", "triu_indices",
-    "triu_indices_from",
+    "triu_indices_from", "r_", "c_",
 ]
 
 import math
@@ -922,3 +922,83 @@ def load(file: Any, *args: Any, **kwargs: Any) -> Any:
     if isinstance(out, np.ndarray) and out.dtype != object:
         return asarray(out)
     return out
+
+
+class _Concatenator:
+    """``r_``/``c_``: index with slices, scalars and arrays to concatenate them (NumPy's index
+    tricks). A slice is an ``arange`` (a complex step ``Nj``: N points of ``linspace``,
+    stop included); scalars and arrays are given at least ``ndmin`` dimensions (arrays of
+    lower rank are placed in the new shape as ``trans1d`` says) and joined along ``axis``. A
+    leading string sets ``"axis[,ndmin[,trans1d]]"``, or ``"r"``/``"c"`` for a row/column
+    2-D result."""
+
+    def __init__(self, name: str, axis: int, ndmin: int, trans1d: int) -> None:
+        self.name, self.axis, self.ndmin, self.trans1d = name, axis, ndmin, trans1d
+
+    def __getitem__(self, key: Any) -> Any:
+        from ._shape import concatenate, reshape, transpose
+        items = key if isinstance(key, tuple) else (key,)
+        axis, ndmin, trans1d, matrix = self.axis, self.ndmin, self.trans1d, None
+        if items and isinstance(items[0], str):
+            directive, items = items[0], items[1:]
+            if directive in ("r", "c"):
+                matrix = directive
+            else:
+                try:
+                    numbers = [int(x) for x in directive.split(",")]
+                except ValueError:
+                    raise ValueError(f"{self.name}: unknown special directive {directive!r}"
+                                     f"{_where(None)}") from None
+                if not 1 <= len(numbers) <= 3:
+                    raise ValueError(f"{self.name}: unknown special directive {directive!r}"
+                                     f"{_where(None)}")
+                axis = numbers[0]
+                ndmin = numbers[1] if len(numbers) > 1 else ndmin
+                trans1d = numbers[2] if len(numbers) > 2 else trans1d
+        parts = []
+        for item in items:
+            if isinstance(item, str):
+                raise ValueError(f"{self.name}: a string directive must come first"
+                                 f"{_where(None)}")
+            if isinstance(item, slice):
+                part = _Grid._axis(item)
+                if ndmin > 1:
+                    part = reshape(part, (1,) * (ndmin - 1) + get_aval(part).shape)
+                    if trans1d != -1:
+                        perm = list(range(ndmin))
+                        perm[-1], perm[trans1d] = perm[trans1d], perm[-1]
+                        part = transpose(part, perm)
+                parts.append(part)
+                continue
+            part = asarray(item)
+            rank = get_aval(part).ndim
+            if rank < ndmin:
+                part = reshape(part, (1,) * (ndmin - rank) + get_aval(part).shape)
+                if trans1d != -1:
+                    # NumPy's placement of the old axes: they move to start at trans1d.
+                    extra = ndmin - rank
+                    start = trans1d + extra + 1 if trans1d < 0 else trans1d
+                    order = list(range(ndmin))
+                    perm = order[:start] + order[extra:] + order[start:extra]
+                    part = transpose(part, perm)
+            parts.append(part)
+        if not parts:
+            return asarray(np.zeros((0,), dtypes.canonicalize_dtype(float)))
+        out = concatenate(parts, axis=axis)
+        if matrix is not None and get_aval(out).ndim == 1:
+            out = reshape(out, (1, -1) if matrix == "r" else (-1, 1))
+        return out
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return f"pyree.numpy.{self.name}"
+
+
+r_ = _Concatenator("r_", axis=0, ndmin=1, trans1d=-1)
+r_.__doc__ = """Concatenate along the first axis by indexing. Example: ``jnp.r_[1:4, 0,
+jnp.array([7, 8])]`` -> ``[1, 2, 3, 0, 7, 8]``; ``jnp.r_[0:1:5j]`` -> 5 points of linspace"""
+c_ = _Concatenator("c_", axis=-1, ndmin=2, trans1d=0)
+c_.__doc__ = """Stack 1-D arrays as columns (concatenate along the last axis, at least 2-D) by
+indexing. Example: ``jnp.c_[jnp.array([1, 2]), jnp.array([3, 4])]`` -> ``[[1, 3], [2, 4]]``"""

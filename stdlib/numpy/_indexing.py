@@ -22,7 +22,7 @@ from __future__ import annotations
 
 __all__ = [
     "choose", "compress", "extract", "fill_diagonal", "put", "put_along_axis", "ravel_multi_index",
-    "take", "take_along_axis", "unravel_index",
+    "take", "take_along_axis", "unravel_index", "place",
 ]
 
 import operator
@@ -1243,3 +1243,42 @@ def extract(condition: Any, arr: Any, *, size: Optional[int] = None, fill_value:
     check_arraylike("extract", condition, arr)
     return compress(ravel(asarray(condition)), ravel(asarray(arr)), size=size,
                     fill_value=fill_value)
+
+
+def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
+    """``arr`` with its entries where ``mask`` is True (in row-major order) replaced by
+    ``vals``, repeated as often as needed, as ``numpy.place``; arrays are immutable, so pass
+    ``inplace=False``. Works under jit (the positions are a running count of ``mask``).
+
+    Example::
+
+        jnp.place(jnp.arange(6), jnp.arange(6) % 2 == 0, jnp.array([9, 8]), inplace=False)
+        # [9, 1, 8, 3, 9, 5]
+    """
+    from ._creation import asarray
+    from ._shape import ravel, reshape
+    from ._ufuncs import remainder, where
+    from ._util import check_arraylike
+    from ._windows import cumsum
+    _require_not_inplace("place", inplace)
+    check_arraylike("place", arr, mask, vals)
+    arr = asarray(arr)
+    shape = get_aval(arr).shape
+    flat_mask = ravel(asarray(mask))
+    if get_aval(flat_mask).shape[0] != get_aval(ravel(arr)).shape[0]:
+        raise ValueError(f"place: mask and data must be the same size, got {_shape_of(mask)} "
+                         f"and {shape}{_where(None)}")
+    flat_vals = ravel(asarray(vals))
+    n_vals = get_aval(flat_vals).shape[0]
+    if n_vals == 0:
+        raise ValueError("Cannot place values from an empty array")
+    flat_mask = flat_mask.astype(bool)
+    # The k-th True position takes vals[k % len(vals)].
+    k = cumsum(flat_mask.astype(dtypes.canonicalize_dtype(int))) - 1
+    picked = flat_vals[remainder(k, n_vals)]
+    out = where(flat_mask, picked.astype(get_aval(arr).dtype), ravel(arr))
+    return reshape(out, shape)
+
+
+def _shape_of(x: Any) -> tuple:
+    return tuple(np.shape(x)) if not hasattr(x, "shape") else tuple(x.shape)

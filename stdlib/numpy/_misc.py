@@ -11,7 +11,8 @@ __all__ = [
     "histogram_bin_edges", "interp", "polyadd", "polyder", "polyint", "polymul", "polysub",
     "polyval", "vander",
     "apply_over_axes", "gradient", "packbits", "piecewise", "poly", "polydiv", "polyfit",
-    "trapezoid", "trim_zeros", "unpackbits", "unwrap", "vectorize",
+    "trapezoid", "trim_zeros", "unpackbits", "unwrap", "vectorize", "histogram2d",
+    "histogramdd",
 ]
 
 import operator
@@ -593,6 +594,119 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
         total = P.reduce_sum_p.bind(counts, axes=(0,))
         counts = P.div_p.bind(counts, P.mul_p.bind(convert(widths, count_dtype), total))
     return counts, edges
+
+
+def histogramdd(sample: Any, bins: Any = 10, range: Any = None, weights: Any = None,
+                density: Optional[bool] = None) -> tuple:
+    """The D-dimensional histogram of ``sample`` (N points, shape ``(N, D)``): ``bins`` is an
+    int for every dimension or one entry (an int or an array of edges) per dimension;
+    ``range`` is None or one ``(min, max)`` or None per dimension. Each bin holds
+    ``edges[i] <= v < edges[i + 1]`` in every dimension (the last bin also its right edge);
+    points outside are not counted. Returns ``(counts, [edges per dimension])``; ``density``
+    divides by the total and the bins' volumes.
+
+    Example::
+
+        h, (xe, ye) = jnp.histogramdd(points, bins=(2, 3))     # h.shape == (2, 3)
+    """
+    from ._shape import reshape
+    from ._ufuncs import logical_and
+    check_arraylike("histogramdd", sample)
+    sample = asarray(sample)
+    s_aval = get_aval(sample)
+    if s_aval.ndim == 1:
+        sample = reshape(sample, (s_aval.shape[0], 1))
+        s_aval = get_aval(sample)
+    if s_aval.ndim != 2:
+        raise ValueError(f"histogramdd: sample must have shape (N, D), got {s_aval.shape}"
+                         f"{_where(None)}")
+    n, d = s_aval.shape
+    if weights is not None:
+        weights = ravel(asarray(weights))
+        if get_aval(weights).shape != (n,):
+            raise ValueError(f"histogramdd: weights should have shape ({n},), got "
+                             f"{get_aval(weights).shape}{_where(None)}")
+        sample, weights = promote_dtypes_inexact(sample, weights)
+    else:
+        (sample,) = promote_dtypes_inexact(sample)
+    dtype = get_aval(sample).dtype
+    if isinstance(bins, (int, np.integer)):
+        bins = [bins] * d
+    if len(bins) != d:
+        raise ValueError(f"histogramdd: need {d} entries in bins, got {len(bins)}{_where(None)}")
+    ranges = [None] * d if range is None else list(range)
+    if len(ranges) != d:
+        raise ValueError(f"histogramdd: need {d} entries in range, got {len(ranges)}"
+                         f"{_where(None)}")
+    int_t = _int_dtype()
+    edges_list, index, inside, sizes = [], None, None, []
+    for j in _range(d):
+        column = reshape(_slice_axis(sample, 1, j, j + 1), (n,))
+        edges = convert(histogram_bin_edges(column, bins[j], ranges[j]), dtype)
+        nbins = get_aval(edges).shape[0] - 1
+        if nbins < 1:
+            raise ValueError("histogramdd needs at least two bin edges per dimension")
+        # As histogram: bin i holds edges[i] <= v < edges[i + 1], the last one its right edge.
+        idx = P.sub_p.bind(_count_sorted(edges, column, right=True), typed_scalar(1, int_t))
+        last_edge = lax.reshape(_slice_axis(edges, 0, nbins, nbins + 1), ())
+        idx = P.select_p.bind(P.eq_p.bind(column, last_edge), typed_scalar(nbins - 1, int_t),
+                              idx)
+        ok = logical_and(P.ge_p.bind(idx, typed_scalar(0, int_t)),
+                         P.lt_p.bind(idx, typed_scalar(nbins, int_t)))
+        inside = ok if inside is None else logical_and(inside, ok)
+        index = idx if index is None else P.add_p.bind(
+            P.mul_p.bind(index, typed_scalar(nbins, int_t)), idx)
+        edges_list.append(edges)
+        sizes.append(nbins)
+    total_bins = int(np.prod(sizes))
+    index = P.select_p.bind(inside, index, typed_scalar(-1, int_t))   # -1 matches no bin
+    hits = P.eq_p.bind(lax.broadcast_in_dim(index, (n, total_bins), (0,)),
+                       lax.broadcasted_iota(int_t, (n, total_bins), 1))
+    count_dtype = dtype if weights is None else get_aval(weights).dtype
+    if weights is None:
+        counts = P.reduce_sum_p.bind(convert(hits, count_dtype), axes=(0,))
+    else:
+        picked = P.select_p.bind(hits, lax.broadcast_in_dim(weights, (n, total_bins), (0,)),
+                                 typed_scalar(0, count_dtype))
+        counts = P.reduce_sum_p.bind(picked, axes=(0,))
+    counts = reshape(counts, tuple(sizes))
+    if density:
+        from ._ufuncs import multiply
+        volume = None   # the bins' volumes: the product of their widths
+        for j, edges in enumerate(edges_list):
+            shape = [1] * d
+            shape[j] = sizes[j]
+            width = reshape(convert(diff(edges), count_dtype), tuple(shape))
+            volume = width if volume is None else multiply(volume, width)
+        total = P.reduce_sum_p.bind(counts, axes=tuple(_range(d)))
+        counts = P.div_p.bind(counts, multiply(volume, total))
+    return counts, edges_list
+
+
+def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None, weights: Any = None,
+                density: Optional[bool] = None) -> tuple:
+    """The 2-D histogram of the points ``(x[i], y[i])``: ``histogramdd`` of the stacked
+    coordinates. ``bins``: an int or an array of edges for both axes, or a pair of them.
+    Returns ``(counts, x_edges, y_edges)``.
+
+    Example::
+
+        h, xe, ye = jnp.histogram2d(x, y, bins=2)      # h[i, j]: x in bin i, y in bin j
+    """
+    from ._shape import stack
+    check_arraylike("histogram2d", x, y)
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n != 1 and n != 2:
+        bins = [bins, bins]   # one array of edges for both axes (as NumPy)
+    counts, edges = histogramdd(stack([ravel(asarray(x)), ravel(asarray(y))], 1), bins, range,
+                                weights, density)
+    return counts, edges[0], edges[1]
+
+
+_range = range
 
 
 # -- functional -----------------------------------------------------------------------------------
