@@ -1302,6 +1302,24 @@ def _from_data_tiled_product(value, depth: int = 2) -> bool:
     return any(_from_data_tiled_product(v, depth - 1) for v in operation.operands)
 
 
+def _broadcasts_computed(value, depth: int = 4) -> bool:
+    """Whether ``value`` comes, through ops IREE fuses, from a broadcast of a computed,
+    non-scalar value (a row's reduction spread along the row)."""
+    owner = getattr(value, "owner", None)
+    operation = getattr(owner, "operation", None)
+    if operation is None or depth == 0:
+        return False
+    name = operation.name
+    if name == "stablehlo.broadcast_in_dim":
+        source = operation.operands[0]
+        return (isinstance(source, mlir().OpResult)
+                and mlir().RankedTensorType(source.type).rank > 0)
+    if name not in _FUSIBLE_ELEMENTWISE and name not in ("stablehlo.reshape",
+                                                          "stablehlo.transpose"):
+        return False
+    return any(_broadcasts_computed(v, depth - 1) for v in operation.operands)
+
+
 _FUSIBLE_ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
     "add", "subtract", "multiply", "divide", "select", "maximum", "minimum", "negate",
     "convert", "broadcast_in_dim", "tanh", "exponential", "logistic"))
@@ -1751,9 +1769,9 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
             # scales rows by a reduction (softmax(a) @ v, (a * a.sum(-1, keepdims=True)) @ v
             # with a of 2x3x4: the second batch came out a row off; 10 of 60 such products of
             # small random shapes were wrong). A barrier keeps the producer apart (one on the
-            # reduction alone did not help).
+            # reduction alone did not help); only there: it costs a pass over the operand.
             lhs, rhs = [op("stablehlo.optimization_barrier", [v.type], [v]).result
-                        if isinstance(v, mlir().OpResult) else v for v in (lhs, rhs)]
+                        if _broadcasts_computed(v) else v for v in (lhs, rhs)]
     else:
         row = _batched_matvec_row(ctx, lc, lb, rc, rb)
         if row is not None:
