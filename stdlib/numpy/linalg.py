@@ -2,7 +2,13 @@
 lstsq, matrix_rank, cond, norm, matrix_power, multi_dot and NumPy 2's aliases. The
 factorizations (LU with partial pivoting, Cholesky, Householder QR, parallel cyclic Jacobi for
 eigh and svd) are composed from primitives, batched over leading dimensions, and carry custom
-derivative rules so that gradients never differentiate through pivoting or iterations::
+derivative rules so that gradients never differentiate through pivoting or iterations.
+
+Real and complex matrices alike (complex64, complex128 under x64): for complex input the
+transposes of the real case become conjugate transposes (Cholesky's ``a = L @ L^H``, eigh of
+Hermitian matrices, unitary Q, U and V), slogdet's sign is a complex unit, eigenvalues and
+singular values are real, and gradients of real-valued functions follow JAX's convention
+(``grad(f) = df/dx - i df/dy``)::
 
     x = jnp.linalg.solve(a, b)
     pyree.grad(lambda a: jnp.linalg.slogdet(a).logabsdet)(a)     # = inv(a).T
@@ -92,6 +98,104 @@ def _rows_at(x: Any, index: Any) -> Any:
     return jnp.take_along_axis(x, picked, axis=-2, mode="clip")
 
 
+# -- complex matrices ------------------------------------------------------------------------------
+
+def _is_complex(x: Any) -> bool:
+    return get_aval(x).dtype.kind == "c"
+
+
+def _real_dtype(dtype: Any) -> np.dtype:
+    """float32 for complex64, float64 for complex128; real dtypes as they are."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32 if dtype == np.complex64 else np.float64) \
+        if dtype.kind == "c" else dtype
+
+
+def _ct(x: Any) -> Any:
+    """The conjugate transpose over the last two axes (the transpose of a real matrix)."""
+    return jnp.conj(_swap(x)) if _is_complex(x) else _swap(x)
+
+
+def _abs2(x: Any) -> Any:
+    """``|x|^2``, real, without a square root (so its derivative is finite at zero)."""
+    if _is_complex(x):
+        re, im = jnp.real(x), jnp.imag(x)
+        return re * re + im * im
+    return x * x
+
+
+def _magnitude(x: Any) -> Any:
+    """The size pivoting compares: ``|x|``, and ``|re| + |im|`` for complex entries, LAPACK's
+    (izamax), so that ``scipy.linalg.lu`` picks SciPy's pivots."""
+    if _is_complex(x):
+        return jnp.abs(jnp.real(x)) + jnp.abs(jnp.imag(x))
+    return jnp.abs(x)
+
+
+def _isfinite(x: Any) -> Any:
+    # (jnp.isfinite takes no complex operand.)
+    if _is_complex(x):
+        return jnp.isfinite(jnp.real(x)) & jnp.isfinite(jnp.imag(x))
+    return jnp.isfinite(x)
+
+
+# Complex products of up to this many multiplications (batch included) are elementwise
+# products summed (see _matmul): their temporary holds that many entries.
+_ELEMENTWISE_PRODUCT_MAX = 1 << 20
+
+
+def _matmul(x: Any, y: Any) -> Any:
+    """``jnp.matmul``, for complex operands too. IREE 3.13's CPU data tiling fails to compile
+    a complex64 matrix product without batch dimensions, and any product (real ones too, and
+    matrix-vector products, which the data tiling of a module with another product reaches)
+    whose result feeds a complex operation in the same dispatch ("'vector.transfer_read' op
+    requires valid padding vector elemental type"): the complex op inherits the product's
+    tiled layout. So a complex product with a vector operand, or a small one (the
+    factorizations' matrices), is an elementwise product summed, no contraction at all; a
+    larger one is formed from four real products (what one complex product costs), each
+    computed transposed, ``(y^T x^T)^T``: the lowering puts a barrier between a data-tiled
+    product and a transpose of its result (transpiler/lower.py, ``_transpose_rule``), which
+    keeps the complex consumer out of the product's dispatch."""
+    if not (_is_complex(x) or _is_complex(y)):
+        return jnp.matmul(x, y)
+    part = _real_dtype(jnp.result_type(x, y))
+
+    def parts(z):
+        if _is_complex(z):
+            return jnp.real(z).astype(part), jnp.imag(z).astype(part)
+        return z.astype(part), None
+
+    xs, ys = get_aval(x).shape, get_aval(y).shape
+    batch = broadcast_shapes(xs[:-2], ys[:-2])
+    if len(xs) == 1 or len(ys) == 1 or xs[-2] == 1 or ys[-1] == 1 or \
+            int(np.prod(batch + (xs[-2], xs[-1], ys[-1]))) <= _ELEMENTWISE_PRODUCT_MAX:
+        # (A vector operand is a row on the left, a column on the right, as in matmul.)
+        if len(xs) == 1 and len(ys) == 1:
+            def product(p, q):
+                return jnp.sum(p * q, axis=-1)
+        elif len(ys) == 1:
+            def product(p, q):
+                return jnp.sum(p * q[..., None, :], axis=-1)
+        elif len(xs) == 1:
+            def product(p, q):
+                return jnp.sum(p[..., :, None] * q, axis=-2)
+        else:
+            def product(p, q):
+                return jnp.sum(p[..., :, :, None] * q[..., None, :, :], axis=-2)
+        # (Sums of real parts: a complex sum starts from a complex zero constant, which
+        # IREE 3.13 can fail to place in complex128 programs: see _diagonal.)
+    else:
+        def product(p, q):
+            return _swap(jnp.matmul(_swap(q), _swap(p)))
+
+    (xr, xi), (yr, yi) = parts(x), parts(y)
+    if yi is None:
+        return lax.complex(product(xr, yr), product(xi, yr))
+    if xi is None:
+        return lax.complex(product(xr, yr), product(xr, yi))
+    return lax.complex(product(xr, yr) - product(xi, yi), product(xr, yi) + product(xi, yr))
+
+
 def _lu_factor(a: Any) -> tuple[Any, Any, Any]:
     """LU with partial pivoting of ``a`` (..., n, n): (lu, perm, sign) with
     ``a[..., perm, :] == L @ U``, L unit lower (below lu's diagonal), U upper (lu's upper
@@ -111,7 +215,7 @@ def _lu_factor(a: Any) -> tuple[Any, Any, Any]:
 
     def pivot_row(a, k, free):
         """The pivot of column k among the free rows, and its row."""
-        col = jnp.where(free, jnp.abs(_column(a, k)), -1)
+        col = jnp.where(free, _magnitude(_column(a, k)), -1)
         p = jnp.argmax(col, axis=-1).astype(_INT)
         return p, _rows_at(a, p[..., None])[..., 0, :]
 
@@ -184,17 +288,20 @@ def _lu_solve(lu: Any, perm: Any, b: Any) -> Any:
     n = lu.shape[-1]
     # A where, not a bool->float convert: IREE 3.13 miscompiles convert(i1) feeding a dot
     # (true becomes -1).
-    one, zero = jnp.ones((), b.dtype), jnp.zeros((), b.dtype)
+    # (Real for complex b too: half the products, see _matmul.)
+    real = _real_dtype(b.dtype)
+    one, zero = jnp.ones((), real), jnp.zeros((), real)
     permutation = jnp.where(jnp.expand_dims(perm, -1) == _index(n), one, zero)
-    y = _forward_sub(lu, jnp.matmul(permutation, b), unit_diagonal=True)
+    y = _forward_sub(lu, _matmul(permutation, b), unit_diagonal=True)
     return _back_sub(lu, y)
 
 
 def _cholesky_factor(a: Any) -> Any:
-    """The lower Cholesky factor of symmetric ``a`` (..., n, n); all NaN where ``a`` is not
-    positive definite (as JAX). Step j writes column j of the factor over column j of the
-    matrix in the same elementwise pass as its update (later steps leave column j alone), and
-    the factor is the lower triangle at the end."""
+    """The lower Cholesky factor of symmetric (complex: Hermitian) ``a`` (..., n, n),
+    ``a = L @ L^H``; all NaN where ``a`` is not positive definite (as JAX). Step j writes
+    column j of the factor over column j of the matrix in the same elementwise pass as its
+    update (later steps leave column j alone), and the factor is the lower triangle at the
+    end."""
     n = a.shape[-1]
     idx = _index(n)
     rows = lax.broadcasted_iota(_INT, (n, 1), 0)
@@ -202,21 +309,29 @@ def _cholesky_factor(a: Any) -> Any:
 
     def step(j, a):
         col = _column(a, j)
-        root = jnp.sqrt(_entry(col, j))
+        # The pivot of a Hermitian matrix is real: its real part's root (a negative one, not
+        # positive definite, gives NaN as a real root does; a complex root would not).
+        root = jnp.sqrt(jnp.real(_entry(col, j))).astype(a.dtype)
         lcol = jnp.where(idx >= j, col / root[..., None], 0)
         return jnp.where(cols == j, lcol[..., :, None],
-                         a - lcol[..., :, None] * lcol[..., None, :])
+                         a - lcol[..., :, None] * jnp.conj(lcol)[..., None, :])
 
     a = _loop(n, step, a)
     low = jnp.where(rows >= cols, a, jnp.zeros((), a.dtype))
-    ok = jnp.all(jnp.isfinite(low), axis=(-2, -1), keepdims=True)
-    return jnp.where(ok, low, jnp.nan)
+    ok = jnp.all(_isfinite(low), axis=(-2, -1), keepdims=True)
+    return jnp.where(ok, low, jnp.full((), np.nan, a.dtype))
 
 
 # -- helpers of the public functions -------------------------------------------------------------
 
 def _diagonal(x: Any) -> Any:
     """The main diagonal of the last two axes of square ``x`` (..., n, n) -> (..., n)."""
+    if _is_complex(x):
+        # From the real parts: no complex zero constant. IREE 3.13 failed to compile some
+        # complex128 programs with such constants before and after a loop ("'stream.async.
+        # dispatch' op: streamable op expected to be in an execution region"), e.g. the
+        # determinant of one matrix next to the eigenvalues of another.
+        return lax.complex(_diagonal(jnp.real(x)), _diagonal(jnp.imag(x)))
     n = x.shape[-1]
     on = lax.broadcasted_iota(_INT, (n, n), 0) == lax.broadcasted_iota(_INT, (n, n), 1)
     return jnp.sum(jnp.where(on, x, jnp.zeros((), x.dtype)), axis=-1)
@@ -251,15 +366,7 @@ def _square_matrices(name: str, a: Any, module: str = "jnp.linalg") -> Any:
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"{module}.{name}: argument must be a square matrix or a stack of "
                          f"them, of shape (..., n, n); got shape {shape}{where(None)}")
-    _no_complex(name, a, module=module)
     return a
-
-
-def _no_complex(name: str, *xs: Any, module: str = "jnp.linalg") -> None:
-    for x in xs:
-        if get_aval(x).dtype.kind == "c":
-            raise NotImplementedError(f"{module}.{name}: complex matrices are not supported "
-                                      f"yet{where(None)}")
 
 
 # -- inv, solve ------------------------------------------------------------------------------------
@@ -274,7 +381,7 @@ def _inv(a: Any) -> Any:
 def _inv_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     x = _inv(a)
-    return x, -jnp.matmul(x, jnp.matmul(da, x))
+    return x, -_matmul(x, _matmul(da, x))
 
 
 def _inv_entry(a: Any) -> Any:
@@ -287,9 +394,9 @@ _inv_jit = jit(_inv_entry)
 
 
 def inv(a: Any) -> Any:
-    """The inverse of a square matrix, or of each matrix of a stack (..., n, n), by LU
-    factorization with partial pivoting. A singular matrix gives infinities or NaNs (no error,
-    as in JAX). Its derivative is ``-inv(a) @ da @ inv(a)``.
+    """The inverse of a square matrix, or of each matrix of a stack (..., n, n), real or
+    complex, by LU factorization with partial pivoting. A singular matrix gives infinities or
+    NaNs (no error, as in JAX). Its derivative is ``-inv(a) @ da @ inv(a)``.
 
     Example::
 
@@ -310,7 +417,7 @@ def _solve_jvp(primals, tangents):
     # reverse mode transposes no loop.
     (a, b), (da, db) = primals, tangents
     x = _solve(a, b)
-    return x, jnp.matmul(_inv(a), db - jnp.matmul(da, x))
+    return x, _matmul(_inv(a), db - _matmul(da, x))
 
 
 def _solve_entry(a: Any, b: Any) -> Any:
@@ -321,9 +428,10 @@ _solve_jit = jit(_solve_entry)
 
 
 def solve(a: Any, b: Any) -> Any:
-    """Solve ``a @ x = b`` for ``x``. ``a`` is (..., n, n); ``b`` is a vector (n,) or a stack of
-    matrices (..., n, k) whose leading dimensions broadcast against ``a``'s (JAX's rules: a
-    ``b`` of more than one dimension is always a stack of matrices).
+    """Solve ``a @ x = b`` for ``x`` (real or complex; a and b promoted together). ``a`` is
+    (..., n, n); ``b`` is a vector (n,) or a stack of matrices (..., n, k) whose leading
+    dimensions broadcast against ``a``'s (JAX's rules: a ``b`` of more than one dimension is
+    always a stack of matrices).
 
     Example::
 
@@ -341,7 +449,6 @@ def solve(a: Any, b: Any) -> Any:
     if len(b_shape) == 0:
         raise ValueError(f"jnp.linalg.solve: right hand side must be at least one dimensional; "
                          f"got shape {b_shape}{where(None)}")
-    _no_complex("solve", b)
     vector = len(b_shape) == 1
     if vector:
         b = lax.reshape(b, b_shape + (1,))
@@ -387,8 +494,8 @@ _det_jit = jit(_det_entry)
 
 
 def det(a: Any) -> Any:
-    """The determinant of a square matrix, or of each matrix of a stack, from an LU
-    factorization with partial pivoting.
+    """The determinant of a square matrix, or of each matrix of a stack (real or complex),
+    from an LU factorization with partial pivoting.
 
     Example::
 
@@ -407,15 +514,22 @@ class SlogdetResult(NamedTuple):
 def _slogdet(a: Any) -> Any:
     lu, _, parity = _lu_factor(a)
     diag = _diagonal(lu)
+    # (The sign of a complex number is z / |z|: the sign is a complex unit, logabsdet real.)
     sign = parity * jnp.prod(jnp.sign(diag), axis=-1)
     return sign, jnp.sum(jnp.log(jnp.abs(diag)), axis=-1)
 
 
 @_slogdet.defjvp
 def _slogdet_jvp(primals, tangents):
+    # With t = tr(a^-1 da) = d log det: d logabsdet = Re t, and d sign = i Im(t) sign (zero for
+    # a real matrix, whose sign is constant).
     (a,), (da,) = primals, tangents
     sign, logabsdet = _slogdet(a)
-    return (sign, logabsdet), (jnp.zeros_like(sign), _trace_of_product(_inv(a), da))
+    t = _trace_of_product(_inv(a), da)
+    if not _is_complex(a):
+        return (sign, logabsdet), (jnp.zeros_like(sign), t)
+    return (sign, logabsdet), (lax.complex(jnp.zeros_like(jnp.imag(t)), jnp.imag(t)) * sign,
+                               jnp.real(t))
 
 
 def _slogdet_entry(a: Any) -> Any:
@@ -427,7 +541,9 @@ _slogdet_jit = jit(_slogdet_entry)
 
 def slogdet(a: Any, *, method: Optional[str] = None) -> SlogdetResult:
     """Sign and natural logarithm of the absolute value of the determinant, stable where the
-    determinant itself would overflow or underflow. A singular matrix gives (0, -inf).
+    determinant itself would overflow or underflow. A singular matrix gives (0, -inf). For a
+    complex matrix the sign is a complex number of modulus 1 (``det / |det|``) and logabsdet
+    is real, as in JAX.
 
     Example::
 
@@ -459,33 +575,38 @@ def _lower_half(x: Any) -> Any:
 
 @_cholesky.defjvp
 def _cholesky_jvp(primals, tangents):
-    # dL = L Φ(L^-1 dA L^-T) for symmetric dA (the input is symmetrized before this function).
+    # dL = L Φ(L^-1 dA L^-H) for symmetric (Hermitian) dA (the input is symmetrized before
+    # this function): L^-1 dL is lower triangular and L^-1 dL + (L^-1 dL)^H is the inner
+    # matrix, whose diagonal is real as dL's is.
     (a,), (da,) = primals, tangents
     low = _cholesky(a)
     low_inv = _forward_sub(low, _identity_like(low), unit_diagonal=False)
-    inner = jnp.matmul(low_inv, jnp.matmul(da, _swap(low_inv)))
-    return low, jnp.matmul(low, _lower_half(inner))
+    inner = _matmul(low_inv, _matmul(da, _ct(low_inv)))
+    return low, _matmul(low, _lower_half(inner))
 
 
 def _cholesky_entry(a: Any) -> Any:
-    # Only the symmetric part counts, as in JAX (whose derivative is then symmetric too).
-    return _cholesky((a + _swap(a)) * 0.5)
+    # Only the symmetric (Hermitian) part counts, as in JAX (whose derivative is then
+    # symmetric too).
+    return _cholesky((a + _ct(a)) * 0.5)
 
 
 _cholesky_jit = jit(_cholesky_entry)
 
 
 def cholesky(a: Any, *, upper: bool = False) -> Any:
-    """The Cholesky factor ``L`` (lower triangular, ``a = L @ L.T``) of a symmetric positive
-    definite matrix, or of each matrix of a stack; ``upper=True`` gives ``L.T``. As in JAX the
-    input is symmetrized, and a matrix that is not positive definite gives a matrix of NaNs.
+    """The Cholesky factor ``L`` (lower triangular, ``a = L @ L^H``) of a symmetric (complex:
+    Hermitian) positive definite matrix, or of each matrix of a stack; ``upper=True`` gives
+    ``L^H`` (``^H``: the conjugate transpose, the transpose of a real matrix). As in JAX the
+    input is symmetrized (``(a + a^H) / 2``), and a matrix that is not positive definite
+    gives a matrix of NaNs.
 
     Example::
 
         jnp.linalg.cholesky(jnp.array([[4.0, 2.0], [2.0, 5.0]]))   # [[2., 0.], [1., 2.]]
     """
     low = _cholesky_jit(_square_matrices("cholesky", a))
-    return _swap(low) if upper else low
+    return _ct(low) if upper else low
 
 
 # -- triangular matrices ---------------------------------------------------------------------------
@@ -525,44 +646,51 @@ def _solve_triangular_jvp(lower, primals, tangents):
     (t, b), (dt, db) = primals, tangents
     x = _solve_triangular(t, b, lower)
     t_inv = _substitute(t, _identity_like(t), lower)
-    return x, jnp.matmul(t_inv, db - jnp.matmul(dt, x))
+    return x, _matmul(t_inv, db - _matmul(dt, x))
 
 
 def _solve_triangular_entry(t: Any, b: Any, lower: bool, transpose: bool,
-                            unit_diagonal: bool) -> Any:
+                            unit_diagonal: bool, conjugate: bool = False) -> Any:
     t = _triangular_part(t, lower, unit_diagonal)
-    if transpose:   # t^T is triangular the other way
-        t, lower = _swap(t), not lower
+    if transpose:   # t^T (t^H) is triangular the other way
+        t, lower = (_ct(t) if conjugate else _swap(t)), not lower
     return _solve_triangular(t, b, lower)
 
 
-_solve_triangular_jit = jit(_solve_triangular_entry, static_argnums=(2, 3, 4))
+_solve_triangular_jit = jit(_solve_triangular_entry, static_argnums=(2, 3, 4, 5))
 
 
 def _triangular_solve(a: Any, b: Any, lower: bool, transpose: bool = False,
-                      unit_diagonal: bool = False) -> Any:
-    """Solve ``a x = b`` (``a.T x = b`` when ``transpose``) for triangular ``a`` (..., n, n) and
-    ``b`` (..., n, k), with leading dimensions broadcast (shared with ``pyree.scipy.linalg``)."""
+                      unit_diagonal: bool = False, conjugate: bool = False) -> Any:
+    """Solve ``a x = b`` (``a.T x = b`` when ``transpose``, ``a^H x = b`` when also
+    ``conjugate``) for triangular ``a`` (..., n, n) and ``b`` (..., n, k), with leading
+    dimensions broadcast (shared with ``pyree.scipy.linalg``)."""
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
     a = broadcast_to_shape(a, batch + a_shape[-2:])
     b = broadcast_to_shape(b, batch + b_shape[-2:])
-    return _solve_triangular_jit(a, b, bool(lower), bool(transpose), bool(unit_diagonal))
+    return _solve_triangular_jit(a, b, bool(lower), bool(transpose), bool(unit_diagonal),
+                                 bool(transpose and conjugate))
 
 
 # -- Householder QR --------------------------------------------------------------------------------
 
 def _householder(a: Any) -> tuple[Any, Any]:
-    """``a`` (..., m, n) = Q R with Q (..., m, m) orthogonal, as a product of Householder
-    reflections, and R (..., m, n) upper triangular. Step j reflects column j's entries from
-    row j down onto row j; R's diagonal has LAPACK's signs (``-sign(a_jj) * norm``), and a
-    column with nothing below the diagonal is left alone, so ``jnp.linalg.qr`` agrees with
-    NumPy's, signs included. Q accumulates the reflections from the right (m x m: fine for the
-    small matrices this serves)."""
+    """``a`` (..., m, n) = Q R with Q (..., m, m) orthogonal (unitary), as a product of
+    Householder reflections, and R (..., m, n) upper triangular. Step j reflects column j's
+    entries from row j down onto row j; R's diagonal has LAPACK's signs (``-sign(a_jj) *
+    norm``), and a column with nothing below the diagonal is left alone, so ``jnp.linalg.qr``
+    agrees with NumPy's, signs included (complex: see ``_complex_reflection``). Q accumulates
+    the reflections from the right (m x m: fine for the small matrices this serves)."""
     m, n = a.shape[-2:]
     rows = _index(m)
     zero = jnp.zeros((), a.dtype)
     q = _eye(a.shape[:-2], m, a.dtype)
+    if _is_complex(a):
+        # (Also a last 1 x 1 reflection when m <= n: it makes that diagonal entry real.)
+        r, q = _loop(min(m, n), lambda j, carry: _complex_reflection(j, rows, *carry), (a, q))
+        upper = lax.broadcasted_iota(_INT, (m, n), 0) <= lax.broadcasted_iota(_INT, (m, n), 1)
+        return q, jnp.where(upper, r, zero)
 
     def step(j, carry):
         r, q = carry
@@ -580,13 +708,47 @@ def _householder(a: Any) -> tuple[Any, Any]:
         vv = jnp.where(skip, jnp.ones((), a.dtype), head * head + below2)
         # H = I - v v^T with v scaled to norm sqrt(2); v = 0 (H = I) when skipped.
         v = v * jnp.where(skip, zero, jnp.sqrt(2 / vv))[..., None]
-        r = r - v[..., :, None] * jnp.matmul(v[..., None, :], r)
-        q = q - jnp.matmul(q, v[..., :, None]) * v[..., None, :]
+        r = r - v[..., :, None] * _matmul(v[..., None, :], r)
+        q = q - _matmul(q, v[..., :, None]) * v[..., None, :]
         return r, q
 
     r, q = _loop(min(m - 1, n), step, (a, q))
     upper = lax.broadcasted_iota(_INT, (m, n), 0) <= lax.broadcasted_iota(_INT, (m, n), 1)
     return q, jnp.where(upper, r, zero)
+
+
+def _complex_reflection(j: Any, rows: Any, r: Any, q: Any) -> tuple[Any, Any]:
+    """Step j of a complex Householder QR, LAPACK's reflector (zlarfg): ``H = I - tau v v^H``
+    with v_j = 1 and ``H^H x = beta e_j``, beta real, ``-sign(re(alpha)) * norm`` (so R's
+    diagonal is real, as NumPy's); H = I when x has nothing below alpha and alpha is real.
+    H is not Hermitian (tau is complex): R takes H^H from the left, Q takes H from the
+    right. Written with elementwise sums: no complex matrix product (see ``_matmul``)."""
+    zero = jnp.zeros((), r.dtype)
+    part = _real_dtype(r.dtype)
+    x = jnp.where(rows >= j, _column(r, j), zero)
+    # Scaled by its largest entry: squares of tiny or huge columns stay representable
+    # (v and tau do not change).
+    scale = jnp.max(jnp.abs(x), axis=-1)
+    x = x / jnp.where(scale == 0, jnp.ones((), part), scale).astype(r.dtype)[..., None]
+    alpha = _entry(x, j)
+    re, im = jnp.real(alpha), jnp.imag(alpha)
+    below = jnp.where(rows > j, x, zero)
+    below2 = jnp.sum(_abs2(below), axis=-1)
+    norm = jnp.sqrt(re * re + im * im + below2)
+    beta = jnp.where(re >= 0, -norm, norm)
+    skip = (below2 == 0) & (im == 0)
+    one = jnp.ones((), part)
+    safe_beta = jnp.where(skip, one, beta)
+    tau = jnp.where(skip, jnp.zeros((), r.dtype),
+                    lax.complex((beta - re) / safe_beta, -im / safe_beta))
+    head = jnp.where(skip, jnp.ones((), r.dtype), alpha - beta.astype(r.dtype))
+    v = jnp.where(rows == j, jnp.ones((), r.dtype), below / head[..., None])
+    # r <- r - conj(tau) v (v^H r);  q <- q - tau (q v) v^H
+    vr = jnp.sum(jnp.conj(v)[..., :, None] * r, axis=-2)
+    r = r - (jnp.conj(tau)[..., None] * v)[..., :, None] * vr[..., None, :]
+    qv = jnp.sum(q * v[..., None, :], axis=-1)
+    q = q - (tau[..., None] * qv)[..., :, None] * jnp.conj(v)[..., None, :]
+    return r, q
 
 
 def _qr_body(a: Any, complete: bool) -> tuple[Any, Any]:
@@ -602,8 +764,9 @@ _qr = custom_jvp(_qr_body, nondiff_argnums=(1,))
 
 @_qr.defjvp
 def _qr_jvp(complete, primals, tangents):
-    # For m >= n and full rank: with X = Q^T dA R^-1 and Ω its skew part built from the strict
-    # lower triangle, dQ = Q (Ω - X) + dA R^-1 and dR = (X - Ω) R.
+    # For m >= n and full rank: with X = Q^H dA R^-1 and Ω its skew (skew-Hermitian) part
+    # built from the strict lower triangle, dQ = Q (Ω - X) + dA R^-1 and dR = (X - Ω) R. For
+    # complex matrices Ω's diagonal is i Im(X_jj): R's diagonal stays real.
     (a,), (da,) = primals, tangents
     q, r = _qr(a, complete)
     m, n = a.shape[-2:]
@@ -613,12 +776,15 @@ def _qr_jvp(complete, primals, tangents):
                                   f"matrix{' with complete factors' if complete else ''}"
                                   f"{where(None)}")
     r_inv = _back_sub(r, _identity_like(r))
-    da_rinv = jnp.matmul(da, r_inv)
-    x = jnp.matmul(_swap(q), da_rinv)
+    da_rinv = _matmul(da, r_inv)
+    x = _matmul(_ct(q), da_rinv)
     low = jnp.where(_triangle(n, True, strict=True), x, jnp.zeros((), x.dtype))
-    omega = low - _swap(low)
-    dq = jnp.matmul(q, omega - x) + da_rinv
-    dr = jnp.matmul(x - omega, r)
+    omega = low - _ct(low)
+    if _is_complex(x):
+        on = _triangle(n, True) & _triangle(n, False)
+        omega = omega + jnp.where(on, x - jnp.real(x).astype(x.dtype), jnp.zeros((), x.dtype))
+    dq = _matmul(q, omega - x) + da_rinv
+    dr = _matmul(x - omega, r)
     return (q, r), (dq, dr)
 
 
@@ -642,7 +808,6 @@ def _matrices(name: str, a: Any) -> Any:
     if get_aval(a).ndim < 2:
         raise ValueError(f"jnp.linalg.{name}: argument must be a matrix or a stack of them, of "
                          f"shape (..., m, n); got shape {get_aval(a).shape}{where(None)}")
-    _no_complex(name, a)
     return a
 
 
@@ -650,8 +815,8 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     """QR decomposition ``a = Q @ R`` of a matrix (..., m, n) by Householder reflections:
     ``mode='reduced'`` gives Q (..., m, k), R (..., k, n) with k = min(m, n); ``'complete'``
     gives Q (..., m, m), R (..., m, n); ``'r'`` gives R alone (reduced). R's diagonal has
-    LAPACK's signs, so the factors equal NumPy's. Differentiable for m >= n (reduced factors),
-    as in JAX.
+    LAPACK's signs (for complex a: LAPACK's reflectors, Q unitary and R's diagonal real), so
+    the factors equal NumPy's. Differentiable for m >= n (reduced factors), as in JAX.
 
     Example::
 
@@ -694,16 +859,21 @@ def _round_robin(n: int) -> np.ndarray:
 
 
 def _jacobi_rotation(g: Any, partner: Any) -> tuple[Any, Any]:
-    """The rotation J (..., n, n) for which ``J^T g J`` zeroes ``g[i, partner[i]]`` for every
-    pair of symmetric ``g`` (..., n, n), and the (n, n) mask of those entries."""
+    """The rotation J (..., n, n) for which ``J^T g J`` (``J^H g J``) zeroes ``g[i, partner[i]]``
+    for every pair of symmetric (Hermitian) ``g`` (..., n, n), and the (n, n) mask of those
+    entries. For a Hermitian g, J = D R: D scales row q of each pair (p, q) by the phase
+    ``g_qp / |g_qp|``, which makes ``(D^H g D)_pq = |g_pq|`` real, and R is the real rotation
+    for that entry."""
     n = g.shape[-1]
     idx = _index(n)
     rows = lax.broadcasted_iota(_INT, (n, n), 0)
     cols = lax.broadcasted_iota(_INT, (n, n), 1)
     pair = cols == partner[:, None]
-    zero, one = jnp.zeros((), g.dtype), jnp.ones((), g.dtype)
-    d = _diagonal(g)
-    off = jnp.sum(jnp.where(pair, g, zero), axis=-1)                  # g[i, partner[i]]
+    part = _real_dtype(g.dtype)
+    zero, one = jnp.zeros((), part), jnp.ones((), part)
+    d = jnp.real(_diagonal(g))
+    entry = jnp.sum(jnp.where(pair, g, jnp.zeros((), g.dtype)), axis=-1)   # g[i, partner[i]]
+    off = jnp.abs(entry) if _is_complex(g) else entry
     d_partner = jnp.sum(jnp.where(pair, d[..., None, :], zero), axis=-1)
     first = idx < partner                                             # i is p of pair (p, q)
     skip = (off == 0) | (idx == partner)
@@ -715,13 +885,18 @@ def _jacobi_rotation(g: Any, partner: Any) -> tuple[Any, Any]:
     c = 1 / jnp.sqrt(1 + t * t)
     s = jnp.where(first, t * c, -t * c)
     rot = jnp.where(rows == cols, c[..., :, None], jnp.where(pair, s[..., :, None], zero))
+    if _is_complex(g):
+        safe = jnp.where(skip, one, off).astype(g.dtype)
+        phase = jnp.where(first | skip, jnp.ones((), g.dtype), entry / safe)
+        rot = rot.astype(g.dtype) * phase[..., :, None]
     return rot, pair & (rows != cols)
 
 
 def _off_diagonal_norm(g: Any) -> Any:
     n = g.shape[-1]
     on = lax.broadcasted_iota(_INT, (n, n), 0) == lax.broadcasted_iota(_INT, (n, n), 1)
-    return jnp.sqrt(jnp.sum(jnp.where(on, jnp.zeros((), g.dtype), g * g), axis=(-2, -1)))
+    g2 = _abs2(g)
+    return jnp.sqrt(jnp.sum(jnp.where(on, jnp.zeros((), g2.dtype), g2), axis=(-2, -1)))
 
 
 def _jacobi_loop(n: int, converged: Callable, rotate: Callable, carry: Any) -> Any:
@@ -760,37 +935,38 @@ def _sort_columns(keys: Any, *mats: Any, descending: bool = False) -> tuple:
 
 
 def _eigh_body(a: Any) -> tuple[Any, Any]:
-    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric ``a`` (..., n, n)."""
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of symmetric (Hermitian) ``a``
+    (..., n, n)."""
     n = a.shape[-1]
     eps = np.finfo(a.dtype).eps
-    tol = eps * jnp.sqrt(jnp.sum(a * a, axis=(-2, -1)))
+    tol = eps * jnp.sqrt(jnp.sum(_abs2(a), axis=(-2, -1)))
 
     def rotate(partner, carry):
         a, v = carry
         rot, pair = _jacobi_rotation(a, partner)
-        a = jnp.matmul(_swap(rot), jnp.matmul(a, rot))
+        a = _matmul(_ct(rot), _matmul(a, rot))
         # The rotated entries are zero in exact arithmetic: make them so, and keep a symmetric.
         a = jnp.where(pair, jnp.zeros((), a.dtype), a)
-        return (a + _swap(a)) * 0.5, jnp.matmul(v, rot)
+        return (a + _ct(a)) * 0.5, _matmul(v, rot)
 
     a, v = _jacobi_loop(n, lambda c: ~(_off_diagonal_norm(c[0]) > tol), rotate,
                         (a, _identity_like(a)))
-    return _sort_columns(_diagonal(a), v)
+    return _sort_columns(jnp.real(_diagonal(a)), v)
 
 
 _eigh = custom_jvp(_eigh_body)
 
 
 def _eigh_tangents(w: Any, v: Any, da: Any) -> tuple[Any, Any]:
-    """dw = diag(V^T dA V); dV = V (F ∘ V^T dA V) with F_ij = 1 / (w_j - w_i) off the diagonal
-    (infinite for repeated eigenvalues, whose eigenvectors are not determined)."""
-    inner = jnp.matmul(_swap(v), jnp.matmul(da, v))
+    """dw = diag(V^H dA V) (real); dV = V (F ∘ V^H dA V) with F_ij = 1 / (w_j - w_i) off the
+    diagonal (infinite for repeated eigenvalues, whose eigenvectors are not determined)."""
+    inner = _matmul(_ct(v), _matmul(da, v))
     n = w.shape[-1]
     on = lax.broadcasted_iota(_INT, (n, n), 0) == lax.broadcasted_iota(_INT, (n, n), 1)
     gaps = w[..., None, :] - w[..., :, None]
     one, zero = jnp.ones((), w.dtype), jnp.zeros((), w.dtype)
     f = jnp.where(on, zero, 1 / jnp.where(on, one, gaps))
-    return _diagonal(inner), jnp.matmul(v, f * inner)
+    return jnp.real(_diagonal(inner)), _matmul(v, f * inner)
 
 
 @_eigh.defjvp
@@ -812,17 +988,23 @@ _eigvalsh = custom_jvp(_eigvalsh_body)
 def _eigvalsh_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     w, v = _eigh(a)
-    return w, _diagonal(jnp.matmul(_swap(v), jnp.matmul(da, v)))
+    return w, jnp.real(_diagonal(_matmul(_ct(v), _matmul(da, v))))
 
 
-def _symmetric_input(a: Any, lower: bool, symmetrize: bool) -> Any:
-    """The symmetric matrix eigh works on: ``(a + a.T) / 2``, or one triangle of ``a``
-    mirrored."""
+def _symmetric_input(a: Any, lower: bool, symmetrize: bool, hermitian: bool = True) -> Any:
+    """The symmetric (complex: Hermitian) matrix eigh works on: ``(a + a^H) / 2``, or one
+    triangle of ``a`` mirrored, conjugated, with the diagonal's real part (LAPACK reads a
+    Hermitian matrix so). ``hermitian=False``: a complex symmetric matrix (mirrored as is)."""
+    mirror = _ct if hermitian else _swap
     if symmetrize:
-        return (a + _swap(a)) * 0.5
+        return (a + mirror(a)) * 0.5
     n = a.shape[-1]
-    tri = jnp.where(_triangle(n, lower), a, jnp.zeros((), a.dtype))
-    return tri + _swap(jnp.where(_triangle(n, lower, strict=True), a, jnp.zeros((), a.dtype)))
+    zero = jnp.zeros((), a.dtype)
+    tri = jnp.where(_triangle(n, lower), a, zero)
+    if hermitian and _is_complex(a):
+        on = _triangle(n, True) & _triangle(n, False)
+        tri = jnp.where(on, jnp.real(tri).astype(a.dtype), tri)
+    return tri + mirror(jnp.where(_triangle(n, lower, strict=True), a, zero))
 
 
 def _eigh_entry(a: Any, lower: bool, symmetrize: bool) -> Any:
@@ -852,11 +1034,12 @@ def _uplo(name: str, UPLO: Optional[str]) -> bool:
 
 
 def eigh(a: Any, UPLO: Optional[str] = None, symmetrize_input: bool = True) -> EighResult:
-    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix or
-    a stack of them, by parallel cyclic Jacobi rotations: ``a = V @ diag(w) @ V.T``. As in JAX
-    the input is symmetrized (``(a + a.T) / 2``); with ``symmetrize_input=False`` only the
-    triangle ``UPLO`` ('L', the default, or 'U') is read. Differentiable (eigenvectors for
-    distinct eigenvalues); eigenvectors' signs are arbitrary, as in LAPACK.
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric (complex:
+    Hermitian) matrix or a stack of them, by parallel cyclic Jacobi rotations (complex ones
+    for a Hermitian matrix): ``a = V @ diag(w) @ V^H``, w real. As in JAX the input is
+    symmetrized (``(a + a^H) / 2``); with ``symmetrize_input=False`` only the triangle
+    ``UPLO`` ('L', the default, or 'U') is read. Differentiable (eigenvectors for distinct
+    eigenvalues); eigenvectors' signs (phases) are arbitrary, as in LAPACK.
 
     Example::
 
@@ -868,8 +1051,8 @@ def eigh(a: Any, UPLO: Optional[str] = None, symmetrize_input: bool = True) -> E
 
 
 def eigvalsh(a: Any, UPLO: Optional[str] = "L", *, symmetrize_input: bool = True) -> Any:
-    """The eigenvalues (ascending) of a symmetric matrix or a stack of them, as ``eigh``'s.
-    Their derivative ``diag(V^T dA V)`` stays finite where eigenvalues repeat.
+    """The eigenvalues (ascending, real) of a symmetric (Hermitian) matrix or a stack of them,
+    as ``eigh``'s. Their derivative ``diag(V^H dA V)`` stays finite where eigenvalues repeat.
 
     Example::
 
@@ -882,29 +1065,33 @@ def eigvalsh(a: Any, UPLO: Optional[str] = "L", *, symmetrize_input: bool = True
 # -- SVD: one-sided Jacobi -------------------------------------------------------------------------
 
 def _jacobi_columns(a: Any) -> tuple[Any, Any]:
-    """(b, v): ``b = a @ v`` (..., m, n) with mutually orthogonal columns and v orthogonal, by
-    one-sided Jacobi: the rotations that diagonalize ``a^T a``, applied to ``a``'s columns
-    (the Gram matrix is recomputed from the columns each round, so a's condition number is
-    never squared). Converged when the columns' cosines are at rounding level."""
+    """(b, v): ``b = a @ v`` (..., m, n) with mutually orthogonal columns and v orthogonal
+    (unitary), by one-sided Jacobi: the rotations that diagonalize ``a^H a``, applied to
+    ``a``'s columns (the Gram matrix is recomputed from the columns each round, so a's
+    condition number is never squared). Converged when the columns' cosines are at rounding
+    level."""
     n = a.shape[-1]
     tol = n * np.finfo(a.dtype).eps
-    one = jnp.ones((), a.dtype)
+    one = jnp.ones((), _real_dtype(a.dtype))
 
     def gram(b):
-        return jnp.matmul(_swap(b), b)
+        return _matmul(_ct(b), b)
 
     def converged(carry):
         g = carry[2]
-        d = jnp.sqrt(_diagonal(g))
+        # (The real part first: no complex zero constant in a loop's condition, see
+        # _diagonal.)
+        d = jnp.sqrt(_diagonal(jnp.real(g)))
         d = jnp.where(d == 0, one, d)
         # (Written as "not above" so that NaNs count as converged and end the loop.)
-        return ~(_off_diagonal_norm(g / (d[..., :, None] * d[..., None, :])) > tol)
+        scale = (d[..., :, None] * d[..., None, :]).astype(g.dtype)
+        return ~(_off_diagonal_norm(g / scale) > tol)
 
     def rotate(partner, carry):
         b, v, g = carry
         rot, _ = _jacobi_rotation(g, partner)
-        b = jnp.matmul(b, rot)
-        return b, jnp.matmul(v, rot), gram(b)
+        b = _matmul(b, rot)
+        return b, _matmul(v, rot), gram(b)
 
     b, v, _ = _jacobi_loop(n, converged, rotate, (a, _eye(a.shape[:-2], n, a.dtype), gram(a)))
     return b, v
@@ -913,28 +1100,32 @@ def _jacobi_columns(a: Any) -> tuple[Any, Any]:
 def _svd_body(a: Any, full: bool) -> tuple[Any, Any, Any]:
     """(u, s, vt) with s descending; u is (..., m, m) when ``full``, else (..., m, k)."""
     m, n = a.shape[-2:]
-    if m < n:   # a^T = u s vt  =>  a = vt^T s u^T
-        u, s, vt = _svd_body(_swap(a), full)
-        return _swap(vt), s, _swap(u)
+    if m < n:   # a^H = u s vt  =>  a = vt^H s u^H
+        u, s, vt = _svd_body(_ct(a), full)
+        return _ct(vt), s, _ct(u)
     b, v = _jacobi_columns(a)
-    s, b, v = _sort_columns(jnp.sqrt(jnp.sum(b * b, axis=-2)), b, v, descending=True)
-    # U from a QR of b (orthogonal columns, so R is diagonal up to rounding): its columns are
-    # b's normalized, also where a singular value is zero, and Q completes them for full U.
+    s, b, v = _sort_columns(jnp.sqrt(jnp.sum(_abs2(b), axis=-2)), b, v, descending=True)
+    # U from a QR of b (orthogonal columns, so R is diagonal up to rounding, and real): its
+    # columns are b's normalized, also where a singular value is zero, and Q completes them
+    # for full U.
     q, r = _householder(b)
-    signs = jnp.where(_diagonal(r[..., :n, :]) < 0, -jnp.ones((), a.dtype), jnp.ones((), a.dtype))
+    signs = jnp.where(jnp.real(_diagonal(r[..., :n, :])) < 0, -jnp.ones((), a.dtype),
+                      jnp.ones((), a.dtype))
     if full:
         signs = jnp.concatenate([signs, jnp.ones(signs.shape[:-1] + (m - n,), a.dtype)], -1)
     else:
         q = q[..., :, :n]
-    return q * signs[..., None, :], s, _swap(v)
+    return q * signs[..., None, :], s, _ct(v)
 
 
 def _svd_tangents(u: Any, s: Any, vt: Any, da: Any) -> tuple[Any, Any, Any]:
-    """The derivative of the thin SVD: with P = U^T dA V, ds = diag(P), and, with
-    F_ij = 1 / (s_j^2 - s_i^2) off the diagonal, dU = U (F ∘ (P S + S P^T)) (+ the part of
-    dA V S^-1 outside U's span when m > n) and dV likewise."""
-    v = _swap(vt)
-    p = jnp.matmul(_swap(u), jnp.matmul(da, v))
+    """The derivative of the thin SVD: with P = U^H dA V, ds = Re diag(P), and, with
+    F_ij = 1 / (s_j^2 - s_i^2) off the diagonal, dU = U (F ∘ (P S + S P^H)) (+ the part of
+    dA V S^-1 outside U's span when m > n) and dV likewise. For complex matrices dU also gets
+    i Im(P_jj) / s_j on its diagonal (U^H dU's diagonal; the phase shared by u_j and v_j is
+    free, and this puts its change on U, as JAX does)."""
+    v = _ct(vt)
+    p = _matmul(_ct(u), _matmul(da, v))
     k = s.shape[-1]
     on = lax.broadcasted_iota(_INT, (k, k), 0) == lax.broadcasted_iota(_INT, (k, k), 1)
     one, zero = jnp.ones((), s.dtype), jnp.zeros((), s.dtype)
@@ -942,17 +1133,21 @@ def _svd_tangents(u: Any, s: Any, vt: Any, da: Any) -> tuple[Any, Any, Any]:
     f = jnp.where(on, zero, 1 / jnp.where(on, one, (col + row) * (col - row)))
     ps = p * col
     sp = row * p
-    du = jnp.matmul(u, f * (ps + _swap(ps)))
-    dv = jnp.matmul(v, f * (sp + _swap(sp)))
+    inner = f * (ps + _ct(ps))
     s_inv = jnp.where(s == 0, zero, 1 / jnp.where(s == 0, one, s))[..., None, :]
+    if _is_complex(p):
+        inner = inner + jnp.where(on, (p - jnp.real(p).astype(p.dtype)) * s_inv,
+                                  jnp.zeros((), p.dtype))
+    du = _matmul(u, inner)
+    dv = _matmul(v, f * (sp + _ct(sp)))
     m, n = da.shape[-2:]
     if m > n:
-        dav = jnp.matmul(da, v)
-        du = du + (dav - jnp.matmul(u, jnp.matmul(_swap(u), dav))) * s_inv
+        dav = _matmul(da, v)
+        du = du + (dav - _matmul(u, _matmul(_ct(u), dav))) * s_inv
     if n > m:
-        datu = jnp.matmul(_swap(da), u)
-        dv = dv + (datu - jnp.matmul(v, jnp.matmul(vt, datu))) * s_inv
-    return du, _diagonal(p), _swap(dv)
+        datu = _matmul(_ct(da), u)
+        dv = dv + (datu - _matmul(v, _matmul(vt, datu))) * s_inv
+    return du, jnp.real(_diagonal(p)), _ct(dv)
 
 
 def _svd_thin_body(a: Any) -> tuple[Any, Any, Any]:
@@ -985,8 +1180,8 @@ def _svd_full_jvp(primals, tangents):
 
 def _svdvals_body(a: Any) -> Any:
     m, n = a.shape[-2:]
-    b, _ = _jacobi_columns(_swap(a) if m < n else a)
-    return _sort_columns(jnp.sqrt(jnp.sum(b * b, axis=-2)), descending=True)[0]
+    b, _ = _jacobi_columns(_ct(a) if m < n else a)
+    return _sort_columns(jnp.sqrt(jnp.sum(_abs2(b), axis=-2)), descending=True)[0]
 
 
 _svdvals = custom_jvp(_svdvals_body)
@@ -996,7 +1191,7 @@ _svdvals = custom_jvp(_svdvals_body)
 def _svdvals_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     u, s, vt = _svd_thin(a)
-    return s, _diagonal(jnp.matmul(_swap(u), jnp.matmul(da, _swap(vt))))
+    return s, jnp.real(_diagonal(_matmul(_ct(u), _matmul(da, _ct(vt)))))
 
 
 def _svd_entry(a: Any, full: bool, compute_uv: bool) -> Any:
@@ -1022,9 +1217,9 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
     descending, by one-sided Jacobi rotations (U from a QR of the rotated columns). With
     ``full_matrices`` U is (..., m, m) and Vh (..., n, n), else (..., m, k) and (..., k, n),
     k = min(m, n); ``compute_uv=False`` gives S alone. ``hermitian=True`` uses ``eigh`` of the
-    (symmetric) input. Differentiable as JAX's: S always, U and Vh for distinct nonzero
-    singular values and ``full_matrices=False`` (or square a). Signs of singular vectors are
-    arbitrary, as in LAPACK.
+    (symmetric) input. Real or complex (U and Vh unitary, S real). Differentiable as JAX's: S
+    always, U and Vh for distinct nonzero singular values and ``full_matrices=False`` (or
+    square a). Signs (phases) of singular vectors are arbitrary, as in LAPACK.
 
     Example::
 
@@ -1040,7 +1235,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
         if not compute_uv:
             return s
         signs = jnp.where(w_sorted < 0, -jnp.ones((), s.dtype), jnp.ones((), s.dtype))
-        return SVDResult(v, s, _swap(v * signs[..., None, :]))
+        return SVDResult(v, s, _ct(v * signs[..., None, :]))
     out = _svd_jit(a, bool(full_matrices), bool(compute_uv))
     return out if not compute_uv else SVDResult(*out)
 
@@ -1065,19 +1260,19 @@ def _inverse_above(s: Any, cutoff: Any) -> Any:
 
 def _pinv_tangent(a: Any, p: Any, da: Any) -> Any:
     """The closed form for a matrix of constant rank:
-    dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
-    pt, dat = _swap(p), _swap(da)
-    ap, pa = jnp.matmul(a, p), jnp.matmul(p, a)
+    dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P."""
+    pt, dat = _ct(p), _ct(da)
+    ap, pa = _matmul(a, p), _matmul(p, a)
     ap, pa = _identity_like(ap) - ap, _identity_like(pa) - pa
-    return (-jnp.matmul(p, jnp.matmul(da, p)) + jnp.matmul(jnp.matmul(p, pt), jnp.matmul(dat, ap))
-            + jnp.matmul(pa, jnp.matmul(dat, jnp.matmul(pt, p))))
+    return (-_matmul(p, _matmul(da, p)) + _matmul(_matmul(p, pt), _matmul(dat, ap))
+            + _matmul(pa, _matmul(dat, _matmul(pt, p))))
 
 
 def _pinv_body(a: Any, rtol: Any) -> tuple[Any, Any]:
     """(pinv(a), singular values), singular values at most ``rtol * largest`` dropped."""
     u, s, vt = _svd_body(a, False)
     inv_s = _inverse_above(s, rtol[..., None] * s[..., :1])
-    return jnp.matmul(_swap(vt) * inv_s[..., None, :], _swap(u)), s
+    return _matmul(_ct(vt) * inv_s[..., None, :], _ct(u)), s
 
 
 _pinv = custom_jvp(_pinv_body)
@@ -1088,7 +1283,7 @@ def _pinv_jvp(primals, tangents):
     (a, rtol), (da, _) = primals, tangents
     p, s = _pinv(a, rtol)
     u, _, vt = _svd_thin(a)
-    ds = _diagonal(jnp.matmul(_swap(u), jnp.matmul(da, _swap(vt))))
+    ds = jnp.real(_diagonal(_matmul(_ct(u), _matmul(da, _ct(vt)))))
     return (p, s), (_pinv_tangent(a, p, da), ds)
 
 
@@ -1097,7 +1292,7 @@ def _pinv_hermitian_body(a: Any, rtol: Any) -> Any:
     s = jnp.abs(w)
     inv_w = _inverse_above(s, rtol[..., None] * jnp.max(s, axis=-1, keepdims=True))
     signs = jnp.where(w < 0, -jnp.ones((), w.dtype), jnp.ones((), w.dtype))
-    return jnp.matmul(v * (inv_w * signs)[..., None, :], _swap(v))
+    return _matmul(v * (inv_w * signs)[..., None, :], _ct(v))
 
 
 _pinv_hermitian = custom_jvp(_pinv_hermitian_body)
@@ -1112,13 +1307,13 @@ def _pinv_hermitian_jvp(primals, tangents):
 
 def _pinv_entry(a: Any, rtol: Any, hermitian: bool) -> Any:
     if hermitian:   # symmetrized, as eigh's input (and so is the tangent)
-        return _pinv_hermitian((a + _swap(a)) * 0.5, rtol)
+        return _pinv_hermitian((a + _ct(a)) * 0.5, rtol)
     return _pinv(a, rtol)[0]
 
 
 def _lstsq_entry(a: Any, b: Any, rcond: Any) -> tuple[Any, Any]:
     p, s = _pinv(a, rcond)
-    return jnp.matmul(p, b), s
+    return _matmul(p, b), s
 
 
 _pinv_jit = jit(_pinv_entry, static_argnums=(2,))
@@ -1133,8 +1328,8 @@ def _default_rtol(a: Any) -> float:
 def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None) -> Any:
     """The Moore-Penrose pseudo-inverse of a matrix (..., m, n), from its SVD (``eigh`` when
     ``hermitian``): singular values at most ``rtol`` times the largest count as zero (default
-    ``10 * max(m, n) * eps``, as JAX; ``rcond`` is the older name). Its derivative is the
-    closed form for matrices of constant rank, as JAX's.
+    ``10 * max(m, n) * eps``, as JAX; ``rcond`` is the older name). Real or complex. Its
+    derivative is the closed form for matrices of constant rank, as JAX's.
 
     Example::
 
@@ -1145,7 +1340,8 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
         rtol = rcond
     if rtol is None:
         rtol = 10.0 * _default_rtol(a)
-    rtol = jnp.broadcast_to(jnp.asarray(rtol, get_aval(a).dtype), get_aval(a).shape[:-2])
+    rtol = jnp.broadcast_to(jnp.asarray(rtol, _real_dtype(get_aval(a).dtype)),
+                            get_aval(a).shape[:-2])
     return _pinv_jit(a, rtol, bool(hermitian))
 
 
@@ -1178,7 +1374,8 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
     pseudo-inverse; singular values at most ``rcond`` times the largest count as zero, default
     ``max(m, n) * eps``), the squared residual norms per column of b (always, as JAX;
     ``numpy_resid=True`` gives NumPy's empty array when rank < n or m <= n, which needs a
-    concrete rank), the rank (int32) and the singular values.
+    concrete rank), the rank (int32) and the singular values. Real or complex (residuals and
+    singular values real).
 
     Example::
 
@@ -1187,7 +1384,6 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
     """
     check_arraylike("jnp.linalg.lstsq", a, b)
     a, b = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(b))
-    _no_complex("lstsq", a, b)
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if len(a_shape) != 2:
         raise ValueError(f"jnp.linalg.lstsq: a must be a 2-d matrix, got shape {a_shape}"
@@ -1196,19 +1392,20 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
         raise ValueError(f"jnp.linalg.lstsq: b must have shape ({a_shape[0]},) or "
                          f"({a_shape[0]}, k) to match a's {a_shape}; got {b_shape}{where(None)}")
     m, n = a_shape
-    eps = float(np.finfo(get_aval(a).dtype).eps)
+    real = _real_dtype(get_aval(a).dtype)
+    eps = float(np.finfo(real).eps)
     if rcond is None:
         rcond = eps * max(m, n)
-    rcond = jnp.asarray(rcond, get_aval(a).dtype)
-    rcond = jnp.where(rcond < 0, jnp.asarray(eps, get_aval(a).dtype), rcond)
+    rcond = jnp.asarray(rcond, real)
+    rcond = jnp.where(rcond < 0, jnp.asarray(eps, real), rcond)
     vector = len(b_shape) == 1
     if vector:
         b = lax.reshape(b, b_shape + (1,))
     x, s = _lstsq_jit(a, b, rcond)
     rank = jnp.sum(s > rcond * s[..., :1], axis=-1).astype(_INT)
-    resid = jnp.sum((b - jnp.matmul(a, x)) ** 2, axis=0)
+    resid = jnp.sum(_abs2(b - _matmul(a, x)), axis=0)
     if numpy_resid and (m <= n or int(rank) < n):
-        resid = jnp.zeros((0,), get_aval(a).dtype)
+        resid = jnp.zeros((0,), real)
     if vector:
         x = lax.reshape(x, (n,))
     return x, resid, rank, s
@@ -1237,7 +1434,7 @@ def cond(x: Any, p: Any = None) -> Any:
 def _vector_norm(x: Any, ord: Any, axis: tuple, keepdims: bool) -> Any:
     ax = jnp.abs(x)
     if ord is None or ord == 2:
-        return jnp.sqrt(jnp.sum(x * x, axis=axis, keepdims=keepdims))
+        return jnp.sqrt(jnp.sum(_abs2(x), axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
         raise ValueError(f"jnp.linalg.norm: invalid order {ord!r} for vectors{where(None)}")
     if ord == np.inf:
@@ -1255,7 +1452,7 @@ def _vector_norm(x: Any, ord: Any, axis: tuple, keepdims: bool) -> Any:
 def _matrix_norm(x: Any, ord: Any, axes: tuple, keepdims: bool) -> Any:
     row, col = axes
     if ord is None or ord == "fro":
-        return jnp.sqrt(jnp.sum(x * x, axis=axes, keepdims=keepdims))
+        return jnp.sqrt(jnp.sum(_abs2(x), axis=axes, keepdims=keepdims))
     if ord in ("nuc", 2, -2):
         # Singular values of the matrices the two axes span (moved last).
         s = svdvals(jnp.moveaxis(x, axes, (-2, -1)))
@@ -1278,8 +1475,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     """Vector or matrix norm. With ``axis`` None: the 2-norm of the flattened array when
     ``ord`` is None, else a vector norm (1-d) or matrix norm (2-d). An int ``axis`` gives
     vector norms (``ord``: None/2, 1, inf, -inf, 0 = count of non-zeros, any p); a pair gives
-    matrix norms (``ord``: None/'fro', 1, -1, inf, -inf; 'nuc', 2, -2 need an SVD and raise
-    NotImplementedError).
+    matrix norms (``ord``: None/'fro', 1, -1, inf, -inf; 'nuc', 2, -2 from the singular
+    values). Complex entries count by their modulus; the norm is real.
 
     Example::
 
@@ -1287,11 +1484,10 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     """
     check_arraylike("jnp.linalg.norm", x)
     (x,) = promote_dtypes_inexact(jnp.asarray(x))
-    _no_complex("norm", x)
     nd = get_aval(x).ndim
     if axis is None:
         if ord is None:
-            out = jnp.sqrt(jnp.sum(x * x))
+            out = jnp.sqrt(jnp.sum(_abs2(x)))
             return jnp.reshape(out, (1,) * nd) if keepdims else out
         if nd == 1:
             axes: tuple = (0,)
@@ -1346,7 +1542,8 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
 
 def matrix_power(a: Any, n: int) -> Any:
     """``a`` multiplied by itself ``n`` times (``n`` an int; 0 gives the identity, negative
-    powers invert), for a square matrix or a stack of them, by repeated squaring.
+    powers invert), for a square matrix or a stack of them (real or complex), by repeated
+    squaring.
 
     Example::
 
@@ -1372,16 +1569,17 @@ def matrix_power(a: Any, n: int) -> Any:
     power = a
     while True:
         if n & 1:
-            result = power if result is None else jnp.matmul(result, power)
+            result = power if result is None else _matmul(result, power)
         n >>= 1
         if not n:
             return result
-        power = jnp.matmul(power, power)
+        power = _matmul(power, power)
 
 
 def multi_dot(arrays: Sequence[Any], *, precision: Any = None) -> Any:
-    """The product of a chain of matrices, in the cheapest order (by dynamic programming on
-    the shapes). The first array may be a vector (a row), the last a vector (a column).
+    """The product of a chain of matrices (real or complex), in the cheapest order (by dynamic
+    programming on the shapes). The first array may be a vector (a row), the last a vector (a
+    column).
 
     Example::
 
@@ -1420,7 +1618,7 @@ def multi_dot(arrays: Sequence[Any], *, precision: Any = None) -> Any:
         if i == j:
             return arrays[i]
         s = split[i][j]
-        return jnp.matmul(product(i, s), product(s + 1, j))
+        return _matmul(product(i, s), product(s + 1, j))
 
     out = product(0, k - 1)
     if first_vec and last_vec:

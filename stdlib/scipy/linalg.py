@@ -1,8 +1,10 @@
 """``pyree.scipy.linalg``: SciPy's linear algebra on pyree arrays: cholesky, cho_factor,
 cho_solve, solve_triangular, lu, lu_factor, lu_solve, qr, eigh, svd, inv, det, solve, expm and
 block_diag. The factorizations are ``pyree.numpy.linalg``'s (batched over leading dimensions,
-with custom derivative rules); this module gives them SciPy's signatures and conventions
-(upper Cholesky factors by default, one triangle read, LAPACK pivot indices)::
+with custom derivative rules, real or complex); this module gives them SciPy's signatures and
+conventions (upper Cholesky factors by default, one triangle read, LAPACK pivot indices, and
+for complex matrices LAPACK's: Hermitian ``a = U^H @ U``, ``trans=2`` for the conjugate
+transpose, pivots by ``|re| + |im|``)::
 
     from pyree.scipy import linalg
     c = linalg.cho_factor(a)
@@ -46,7 +48,6 @@ def _rhs(name: str, a: Any, b: Any) -> tuple[Any, Any, bool]:
     has one dimension fewer than ``a``."""
     check_arraylike(f"scipy.linalg.{name}", b)
     a, b = promote_dtypes_inexact(a, jnp.asarray(b))
-    _la._no_complex(name, b, module="scipy.linalg")
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     vector = len(b_shape) == len(a_shape) - 1
     if vector:
@@ -66,9 +67,9 @@ def _unvector(x: Any, vector: bool) -> Any:
 # -- Cholesky --------------------------------------------------------------------------------------
 
 def _cholesky_entry(a: Any, lower: bool) -> Any:
-    # One triangle is read (the other mirrored onto it), as in SciPy and JAX.
+    # One triangle is read (the other mirrored onto it, conjugated), as in SciPy and JAX.
     low = _la._cholesky(_la._symmetric_input(a, lower, False))
-    return low if lower else _la._swap(low)
+    return low if lower else _la._ct(low)
 
 
 _cholesky_jit = jit(_cholesky_entry, static_argnums=(1,))
@@ -76,9 +77,11 @@ _cholesky_jit = jit(_cholesky_entry, static_argnums=(1,))
 
 def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
              check_finite: bool = True) -> Any:
-    """The Cholesky factor of a symmetric positive definite matrix (or stack): upper ``U``
-    with ``a = U.T @ U`` by default, lower ``L`` with ``a = L @ L.T`` when ``lower``. Only
-    that triangle of ``a`` is read. Not positive definite: a matrix of NaNs (as JAX).
+    """The Cholesky factor of a symmetric (complex: Hermitian) positive definite matrix (or
+    stack): upper ``U`` with ``a = U^H @ U`` by default, lower ``L`` with ``a = L @ L^H`` when
+    ``lower`` (``^H``: the conjugate transpose, the transpose of a real matrix). Only that
+    triangle of ``a`` is read (the imaginary part of its diagonal ignored, as LAPACK). Not
+    positive definite: a matrix of NaNs (as JAX).
 
     Example::
 
@@ -90,7 +93,7 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
 def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False,
                check_finite: bool = True) -> tuple[Any, bool]:
     """``(c, lower)`` for ``cho_solve``: ``c`` is ``cholesky(a, lower)`` (its other triangle
-    zero, where SciPy leaves arbitrary values).
+    zero, where SciPy leaves arbitrary values). Real or complex (Hermitian).
 
     Example::
 
@@ -101,7 +104,8 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False,
 
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False,
               check_finite: bool = True) -> Any:
-    """Solve ``a @ x = b`` from ``cho_factor(a)``; ``b`` is (..., n) or (..., n, k).
+    """Solve ``a @ x = b`` from ``cho_factor(a)`` (``a = c^H c`` or ``c c^H``); ``b`` is
+    (..., n) or (..., n, k).
 
     Example::
 
@@ -111,15 +115,17 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False,
     c, lower = c_and_lower
     c = _square("cho_solve", c)
     c, b, vector = _rhs("cho_solve", c, b)
-    # lower: a = L L^T, x = L^-T L^-1 b; upper: a = U^T U, x = U^-1 U^-T b.
-    y = _la._triangular_solve(c, b, lower, transpose=not lower)
-    x = _la._triangular_solve(c, y, lower, transpose=lower)
+    # lower: a = L L^H, x = L^-H L^-1 b; upper: a = U^H U, x = U^-1 U^-H b.
+    y = _la._triangular_solve(c, b, lower, transpose=not lower, conjugate=True)
+    x = _la._triangular_solve(c, y, lower, transpose=lower, conjugate=True)
     return _unvector(x, vector)
 
 
 # -- triangular solves -----------------------------------------------------------------------------
 
-_TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
+# trans -> (transpose, conjugate): 2 or 'C' solves with the conjugate transpose.
+_TRANS = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, False),
+          2: (True, True), "C": (True, True)}
 
 
 def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False,
@@ -127,8 +133,9 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False,
                      check_finite: bool = True) -> Any:
     """Solve ``a @ x = b`` for triangular ``a`` (..., n, n) by substitution, reading only the
     triangle ``lower`` names (the diagonal taken as ones when ``unit_diagonal``). ``trans`` 1
-    or 'T' (or 2, 'C': the same for real matrices) solves ``a.T @ x = b``. ``b`` is (..., n)
-    (one dimension fewer than ``a``) or (..., n, k). Differentiable in ``a`` and ``b``.
+    or 'T' solves ``a.T @ x = b``, 2 or 'C' ``a^H @ x = b`` (the conjugate transpose: the
+    same for real matrices). Real or complex. ``b`` is (..., n) (one dimension fewer than
+    ``a``) or (..., n, k). Differentiable in ``a`` and ``b``.
 
     Example::
 
@@ -140,7 +147,8 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False,
                          f"or 'C', got {trans!r}{where(None)}")
     a = _square("solve_triangular", a)
     a, b, vector = _rhs("solve_triangular", a, b)
-    x = _la._triangular_solve(a, b, bool(lower), _TRANS[trans], bool(unit_diagonal))
+    transpose, conjugate = _TRANS[trans]
+    x = _la._triangular_solve(a, b, bool(lower), transpose, bool(unit_diagonal), conjugate)
     return _unvector(x, vector)
 
 
@@ -165,11 +173,11 @@ def _lu_square_jvp(primals, tangents):
     eye = _la._identity_like(lu)
     low = jnp.where(strict, lu, zero) + eye
     up = jnp.where(_la._triangle(n, False), lu, zero)
-    x = jnp.matmul(_la._forward_sub(low, eye, unit_diagonal=True),
-                   jnp.matmul(jnp.matmul(_permutation_rows(perm, a.dtype), da),
-                              _la._back_sub(up, eye)))
-    dlu = (jnp.matmul(low, jnp.where(strict, x, zero))
-           + jnp.matmul(jnp.where(_la._triangle(n, False), x, zero), up))
+    rows = _permutation_rows(perm, _la._real_dtype(a.dtype))
+    x = _la._matmul(_la._forward_sub(low, eye, unit_diagonal=True),
+                    _la._matmul(_la._matmul(rows, da), _la._back_sub(up, eye)))
+    dlu = (_la._matmul(low, jnp.where(strict, x, zero))
+           + _la._matmul(jnp.where(_la._triangle(n, False), x, zero), up))
     return (lu, perm), (dlu, jnp.zeros_like(perm))
 
 
@@ -211,10 +219,11 @@ def _lu_entry(a: Any, permute_l: bool) -> Any:
     rows_u = lax.broadcasted_iota(_INT, (k, n), 0)
     cols_u = lax.broadcasted_iota(_INT, (k, n), 1)
     up = jnp.where(rows_u <= cols_u, lu[..., :k, :], zero)
-    # a = P L U with P = (the row selection by perm)^T.
-    p = _la._swap(_permutation_rows(perm, a.dtype))
+    # a = P L U with P = (the row selection by perm)^T; real for complex a (as SciPy's and
+    # JAX's).
+    p = _la._swap(_permutation_rows(perm, _la._real_dtype(a.dtype)))
     if permute_l:
-        return jnp.matmul(p, low), up
+        return _la._matmul(p, low), up
     return p, low, up
 
 
@@ -225,8 +234,9 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False,
        check_finite: bool = True) -> tuple:
     """LU decomposition with partial pivoting of a matrix (..., m, n): ``(p, l, u)`` with
     ``a = p @ l @ u``, p a permutation matrix, l (m, k) unit lower triangular and u (k, n)
-    upper, k = min(m, n); ``permute_l=True`` gives ``(p @ l, u)``. Differentiable (square
-    matrices by a closed-form rule, rectangular ones through the factorization).
+    upper, k = min(m, n); ``permute_l=True`` gives ``(p @ l, u)``. Real or complex (pivots by
+    ``|re| + |im|``, as LAPACK, so p is SciPy's). Differentiable (square matrices by a
+    closed-form rule, rectangular ones through the factorization).
 
     Example::
 
@@ -297,8 +307,8 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
 
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: Any = 0, overwrite_b: bool = False,
              check_finite: bool = True) -> Any:
-    """Solve ``a @ x = b`` (``a.T @ x = b`` for ``trans`` 1 or 2) from ``lu_factor(a)``;
-    ``b`` is (..., n) or (..., n, k).
+    """Solve ``a @ x = b`` (``a.T @ x = b`` for ``trans`` 1 or 'T', ``a^H @ x = b`` for 2 or
+    'C') from ``lu_factor(a)``; ``b`` is (..., n) or (..., n, k).
 
     Example::
 
@@ -312,14 +322,16 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: Any = 0, overwrite_b: b
     factors = _square("lu_solve", factors)
     factors, b, vector = _rhs("lu_solve", factors, b)
     perm = _perm_from_pivots(jnp.asarray(piv).astype(_INT), get_aval(factors).shape[-1])
-    rows = _permutation_rows(perm, get_aval(factors).dtype)
-    if not _TRANS[trans]:   # a = P^T L U: x = U^-1 L^-1 P b
-        y = _la._triangular_solve(factors, jnp.matmul(rows, b), True, unit_diagonal=True)
+    rows = _permutation_rows(perm, _la._real_dtype(get_aval(factors).dtype))
+    transpose, conjugate = _TRANS[trans]
+    if not transpose:   # a = P^T L U: x = U^-1 L^-1 P b
+        y = _la._triangular_solve(factors, _la._matmul(rows, b), True, unit_diagonal=True)
         x = _la._triangular_solve(factors, y, False)
-    else:                   # a^T = U^T L^T P: x = P^T L^-T U^-T b
-        y = _la._triangular_solve(factors, b, False, transpose=True)
-        z = _la._triangular_solve(factors, y, True, transpose=True, unit_diagonal=True)
-        x = jnp.matmul(_la._swap(rows), z)
+    else:               # a^T = U^T L^T P: x = P^T L^-T U^-T b (^H for a^H)
+        y = _la._triangular_solve(factors, b, False, transpose=True, conjugate=conjugate)
+        z = _la._triangular_solve(factors, y, True, transpose=True, unit_diagonal=True,
+                                  conjugate=conjugate)
+        x = _la._matmul(_la._swap(rows), z)
     return _unvector(x, vector)
 
 
@@ -329,7 +341,8 @@ def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
        pivoting: bool = False, check_finite: bool = True) -> tuple:
     """QR decomposition by Householder reflections, with SciPy's modes: 'full' gives Q (m, m)
     and R (m, n); 'economic' Q (m, k) and R (k, n), k = min(m, n); 'r' the tuple ``(R,)``
-    with R (m, n). Column pivoting is not supported.
+    with R (m, n). Real or complex (Q unitary, R's diagonal real, as LAPACK's). Column
+    pivoting is not supported.
 
     Example::
 
@@ -347,14 +360,15 @@ def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
 
 
 def _generalized_eigh(a: Any, b: Any, lower: bool) -> tuple[Any, Any]:
-    """``a x = w b x`` for symmetric a and positive definite b: with b = L L^T, the eigenvectors
-    y of L^-1 a L^-T give x = L^-T y, normalized so that x^T b x = I (as SciPy's)."""
+    """``a x = w b x`` for symmetric (Hermitian) a and positive definite b: with b = L L^H,
+    the eigenvectors y of L^-1 a L^-H give x = L^-H y, normalized so that x^H b x = I (as
+    SciPy's)."""
     low = _la._cholesky(_la._symmetric_input(b, lower, False))
     a = _la._symmetric_input(a, lower, False)
     half = _la._solve_triangular(low, a, True)                      # L^-1 a
-    c = _la._solve_triangular(low, _la._swap(half), True)            # L^-1 a L^-T
-    w, y = _la._eigh((c + _la._swap(c)) * 0.5)
-    return w, _la._solve_triangular(_la._swap(low), y, False)
+    c = _la._solve_triangular(low, _la._ct(half), True)              # L^-1 a L^-H
+    w, y = _la._eigh((c + _la._ct(c)) * 0.5)
+    return w, _la._solve_triangular(_la._ct(low), y, False)
 
 
 def _eigh_entry(a: Any, b: Any, lower: bool) -> tuple[Any, Any]:
@@ -369,10 +383,11 @@ _eigh_jit = jit(_eigh_entry, static_argnums=(2,))
 def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
          overwrite_a: bool = False, overwrite_b: bool = False, turbo: bool = True,
          eigvals: Any = None, type: int = 1, check_finite: bool = True) -> Any:
-    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix or stack,
-    reading only its ``lower`` (default) or upper triangle, by Jacobi rotations (see
-    ``jnp.linalg.eigh``). With ``b`` (positive definite) it solves ``a x = w b x`` (type 1),
-    eigenvectors normalized to ``x.T @ b @ x = I``. ``eigvals_only=True`` gives w alone.
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of a symmetric (complex:
+    Hermitian) matrix or stack, reading only its ``lower`` (default) or upper triangle, by
+    Jacobi rotations (see ``jnp.linalg.eigh``). With ``b`` (positive definite) it solves
+    ``a x = w b x`` (type 1), eigenvectors normalized to ``x^H @ b @ x = I``.
+    ``eigvals_only=True`` gives w alone.
 
     Example::
 
@@ -413,7 +428,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
 # -- inv, det, solve -------------------------------------------------------------------------------
 
 def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
-    """The inverse of a square matrix or stack (LU with partial pivoting).
+    """The inverse of a square matrix or stack, real or complex (LU with partial pivoting).
 
     Example::
 
@@ -423,7 +438,7 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
 
 
 def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
-    """The determinant of a square matrix or stack.
+    """The determinant of a square matrix or stack, real or complex.
 
     Example::
 
@@ -438,10 +453,11 @@ _ASSUME = ("gen", "general", "sym", "symmetric", "her", "hermitian", "pos", "pos
 def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
           overwrite_b: bool = False, debug: Any = None, check_finite: bool = True,
           assume_a: str = "gen") -> Any:
-    """Solve ``a @ x = b``. ``assume_a='gen'`` (default): LU with partial pivoting, b as
-    ``jnp.linalg.solve`` takes it; 'sym' (or 'her'): the symmetric matrix of a's ``lower`` or
-    upper triangle, by LU; 'pos': a symmetric positive definite matrix, by Cholesky of that
-    triangle, with b (..., n) (one dimension fewer than a) or (..., n, k).
+    """Solve ``a @ x = b``, real or complex. ``assume_a='gen'`` (default): LU with partial
+    pivoting, b as ``jnp.linalg.solve`` takes it; 'sym': the symmetric matrix (``a.T == a``)
+    of a's ``lower`` or upper triangle, by LU; 'her': the Hermitian one (``a^H == a``; the
+    same for real a); 'pos': a symmetric (Hermitian) positive definite matrix, by Cholesky of
+    that triangle, with b (..., n) (one dimension fewer than a) or (..., n, k).
 
     Example::
 
@@ -455,7 +471,9 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     if assume_a in ("gen", "general"):
         return _la.solve(a, b)
     if assume_a in ("sym", "symmetric", "her", "hermitian"):
-        return _la.solve(_la._symmetric_input(a, bool(lower), False), b)
+        # (For complex a, 'sym' means a.T == a, 'her' a^H == a.)
+        hermitian = assume_a in ("her", "hermitian")
+        return _la.solve(_la._symmetric_input(a, bool(lower), False, hermitian), b)
     return cho_solve(cho_factor(a, lower=lower), b)
 
 
@@ -485,14 +503,14 @@ def _pade_parts(m: int, a: Any, powers: dict) -> tuple[Any, Any]:
     eye = powers[0]
     if m == 13:   # Higham's evaluation: degree 13 from a^2, a^4, a^6 in 6 products.
         a2, a4, a6 = powers[2], powers[4], powers[6]
-        u = jnp.matmul(a6, b[13] * a6 + b[11] * a4 + b[9] * a2) \
+        u = _la._matmul(a6, b[13] * a6 + b[11] * a4 + b[9] * a2) \
             + b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * eye
-        v = jnp.matmul(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) \
+        v = _la._matmul(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) \
             + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * eye
-        return jnp.matmul(a, u), v
+        return _la._matmul(a, u), v
     u = sum(b[j] * powers[j - 1] for j in range(1, m + 1, 2))
     v = sum(b[j] * powers[j] for j in range(0, m + 1, 2))
-    return jnp.matmul(a, u), v
+    return _la._matmul(a, u), v
 
 
 def _expm_one(a: Any, max_squarings: int) -> Any:
@@ -500,20 +518,21 @@ def _expm_one(a: Any, max_squarings: int) -> Any:
     lowest-degree Padé approximant accurate there, and square s times. Written with ordinary
     differentiable operations (``solve``'s own rule, a ``while`` loop for the squarings), so
     its derivative is the Fréchet derivative of the same approximation."""
-    thetas = _THETAS[np.dtype(a.dtype)]
+    real = _la._real_dtype(a.dtype)   # (complex64 takes float32's degrees)
+    thetas = _THETAS[real]
     norm = lax.stop_gradient(jnp.max(jnp.sum(jnp.abs(a), axis=-2), axis=-1))
     top = thetas[-1][1]
     squarings = jnp.maximum(jnp.ceil(jnp.log2(norm / top)), 0)
     squarings = jnp.where(jnp.isfinite(squarings), squarings, 0).astype(_INT)
-    a = a * lax.stop_gradient(jnp.exp2(-squarings.astype(a.dtype)))
-    degree = jnp.sum(norm > jnp.asarray([t for _, t in thetas[:-1]], a.dtype)).astype(_INT)
+    a = a * lax.stop_gradient(jnp.exp2(-squarings.astype(real))).astype(a.dtype)
+    degree = jnp.sum(norm > jnp.asarray([t for _, t in thetas[:-1]], real)).astype(_INT)
 
     def approximant(m):
         def branch(a):
             # Only even powers appear: U = a (b_1 + b_3 a^2 + ...), V = b_0 + b_2 a^2 + ...
-            powers = {0: _la._identity_like(a), 2: jnp.matmul(a, a)}
+            powers = {0: _la._identity_like(a), 2: _la._matmul(a, a)}
             for j in range(4, 7 if m == 13 else m, 2):
-                powers[j] = jnp.matmul(powers[j - 2], powers[2])
+                powers[j] = _la._matmul(powers[j - 2], powers[2])
             return _pade_parts(m, a, powers)
         return branch
 
@@ -523,7 +542,7 @@ def _expm_one(a: Any, max_squarings: int) -> Any:
 
     def square(state):
         k, r = state
-        return k + 1, jnp.matmul(r, r)
+        return k + 1, _la._matmul(r, r)
 
     _, r = lax.while_loop(lambda state: state[0] < squarings, square,
                           (lax.full((), 0, _INT), r))
@@ -544,8 +563,9 @@ _expm_jit = jit(_expm_entry, static_argnums=(1,))
 
 def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> Any:
     """The matrix exponential of a square matrix or stack, by scaling and squaring with a
-    Padé approximant (Higham 2005: degrees 3 to 13 in float64, 3 to 7 in float32). More than
-    ``max_squarings`` squarings needed (a huge norm): NaN, as JAX. Differentiable.
+    Padé approximant (Higham 2005: degrees 3 to 13 in float64 and complex128, 3 to 7 in
+    float32 and complex64). More than ``max_squarings`` squarings needed (a huge norm): NaN,
+    as JAX. Differentiable.
 
     Example::
 
