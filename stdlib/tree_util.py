@@ -559,95 +559,65 @@ register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
 # are DictKey, tuple and list items SequenceKey, namedtuple and dataclass fields GetAttrKey, the
 # children of other registered nodes FlattenedIndexKey (unless registered with keys).
 
-class DictKey:
+class _PathKey:
+    """One key of a path: a value in the attribute ``__match_args__[0]``, equal to keys of its
+    own class with an equal value, printed by ``_text``."""
+
+    __slots__ = ()
+
+    def __init__(self, value: Any) -> None:
+        setattr(self, self.__match_args__[0], value)
+
+    @property
+    def _value(self) -> Any:
+        return getattr(self, self.__match_args__[0])
+
+    def __str__(self) -> str:
+        return self._text.format(self._value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__match_args__[0]}={self._value!r})"
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is type(self) and self._value == other._value
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._value))
+
+
+class DictKey(_PathKey):
     """The key of a dict entry in a path; prints as ``['a']``. Example: ``DictKey("a").key``"""
 
     __slots__ = ("key",)
     __match_args__ = ("key",)
-
-    def __init__(self, key: Any) -> None:
-        self.key = key
-
-    def __str__(self) -> str:
-        return f"[{self.key!r}]"
-
-    def __repr__(self) -> str:
-        return f"DictKey(key={self.key!r})"
-
-    def __eq__(self, other: Any) -> bool:
-        return type(other) is DictKey and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash((DictKey, self.key))
+    _text = "[{!r}]"
 
 
-class SequenceKey:
+class SequenceKey(_PathKey):
     """The index of a tuple or list item in a path; prints as ``[0]``.
     Example: ``SequenceKey(0).idx``"""
 
     __slots__ = ("idx",)
     __match_args__ = ("idx",)
-
-    def __init__(self, idx: int) -> None:
-        self.idx = idx
-
-    def __str__(self) -> str:
-        return f"[{self.idx!r}]"
-
-    def __repr__(self) -> str:
-        return f"SequenceKey(idx={self.idx!r})"
-
-    def __eq__(self, other: Any) -> bool:
-        return type(other) is SequenceKey and self.idx == other.idx
-
-    def __hash__(self) -> int:
-        return hash((SequenceKey, self.idx))
+    _text = "[{!r}]"
 
 
-class GetAttrKey:
+class GetAttrKey(_PathKey):
     """The name of an attribute (a namedtuple's or dataclass's field) in a path; prints as
     ``.name``. Example: ``GetAttrKey("w").name``"""
 
     __slots__ = ("name",)
     __match_args__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __str__(self) -> str:
-        return f".{self.name}"
-
-    def __repr__(self) -> str:
-        return f"GetAttrKey(name={self.name!r})"
-
-    def __eq__(self, other: Any) -> bool:
-        return type(other) is GetAttrKey and self.name == other.name
-
-    def __hash__(self) -> int:
-        return hash((GetAttrKey, self.name))
+    _text = ".{}"
 
 
-class FlattenedIndexKey:
+class FlattenedIndexKey(_PathKey):
     """The position of a child of a node registered without keys, in a path; prints as
     ``[<flat index 0>]``. Example: ``FlattenedIndexKey(0).key``"""
 
     __slots__ = ("key",)
     __match_args__ = ("key",)
-
-    def __init__(self, key: int) -> None:
-        self.key = key
-
-    def __str__(self) -> str:
-        return f"[<flat index {self.key}>]"
-
-    def __repr__(self) -> str:
-        return f"FlattenedIndexKey(key={self.key!r})"
-
-    def __eq__(self, other: Any) -> bool:
-        return type(other) is FlattenedIndexKey and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash((FlattenedIndexKey, self.key))
+    _text = "[<flat index {}>]"
 
 
 KeyEntry = Any                 # one key of a path (the classes above, or a user's own)
@@ -664,11 +634,7 @@ def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
             keystr(path)           # "['a'][0]", then "['a'][1]"
     """
     def simple_text(key: Any) -> str:
-        for cls, attr in ((DictKey, "key"), (SequenceKey, "idx"), (GetAttrKey, "name"),
-                          (FlattenedIndexKey, "key")):
-            if type(key) is cls:
-                return str(getattr(key, attr))
-        return str(key)
+        return str(key._value) if isinstance(key, _PathKey) else str(key)
     return separator.join(simple_text(k) if simple else str(k) for k in keys)
 
 
