@@ -455,3 +455,27 @@ def test_pruning_drops_unused_loop_carries():
     (loop,) = [e for e in prune_ir(ir.ir if hasattr(ir, "ir") else ir).eqns
                if e.primitive.name == "scan"]
     assert loop.params["num_carry"] == 2  # the counter and the factors, not the permutation or sign
+
+
+def test_errors_name_the_user_line_when_pyree_is_installed(tmp_path):
+    # Installed (a wheel, pip's --target), pyree is one folder: its frames there are its own,
+    # wherever the folder is, and an error names the user's line, not pyree's.
+    import shutil
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package = tmp_path / "site" / "pyree"
+    shutil.copytree(os.path.join(root, "stdlib"), package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("transpiler", "runtime"):
+        shutil.copytree(os.path.join(root, name), package / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    user = tmp_path / "user.py"
+    user.write_text("import pyree, pyree.numpy as jnp\n"
+                    "assert pyree.__file__.startswith(%r)\n"
+                    "jnp.ones(3) + jnp.ones(4)\n" % str(package))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
+    done = subprocess.run([sys.executable, str(user)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert "cannot be broadcast" in done.stderr, done.stderr[-2000:]
+    assert f"at {user}:3:" in done.stderr, done.stderr[-2000:]

@@ -11,10 +11,15 @@ import sys
 from typing import Optional
 
 # Frames in these folders belong to pyree itself and are skipped when looking for the user.
+# In the source tree the package is three folders (transpiler/, runtime/, stdlib/, whose tests/
+# and examples/ beside them are user code); installed, it is one folder, pyree/, wherever it was
+# installed (site-packages, a --target folder, a zip).
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_INTERNAL_DIRS = tuple(
-    os.path.join(_PACKAGE_ROOT, name) + os.sep for name in ("transpiler", "runtime", "stdlib")
-)
+if os.path.isdir(os.path.join(_PACKAGE_ROOT, "stdlib")):
+    _INTERNAL_DIRS = tuple(os.path.join(_PACKAGE_ROOT, name) + os.sep
+                           for name in ("transpiler", "runtime", "stdlib"))
+else:
+    _INTERNAL_DIRS = (_PACKAGE_ROOT + os.sep,)
 _internal_files: dict[str, bool] = {}
 
 
@@ -23,8 +28,6 @@ def _is_internal(filename: str) -> bool:
     if known is None:
         path = os.path.abspath(filename)
         known = path.startswith(_INTERNAL_DIRS) or filename.startswith("<frozen ")
-        # Frames of an installed (non-editable) pyree: .../site-packages/pyree/...
-        known = known or f"{os.sep}pyree{os.sep}" in path and "site-packages" in path
         _internal_files[filename] = known
     return known
 
