@@ -24,16 +24,16 @@ from pyree import config
 # Flags every CPU compile gets: code for this machine's CPU, data tiling (it halved a 1000x1000
 # f32 matmul here; dropped for modules without a wide matmul, see prepare_module) and O3 (it
 # fuses a whole normalisation into one dispatch and made SELU on 1M floats 3x faster here).
-# IREE demotes f64 to f32 by default, changing the signature the runtime checks: with x64
-# enabled float64 must stay float64. Then IREE's async ABI: functions take wait and signal
-# fences.
 CPU_FLAGS = (
     "--iree-llvmcpu-target-cpu=host",
     "--iree-opt-data-tiling",
     "--iree-opt-level=O3",
-    "--iree-input-demote-f64-to-f32=false",
 )
-ASYNC_FLAGS = ("--iree-execution-model=async-external",)
+# Flags of every platform. IREE demotes f64 to f32 by default, changing the signature the
+# runtime checks (and failing to compile float64 bit manipulations on CUDA): with x64 enabled
+# float64 must stay float64. Then IREE's async ABI: functions take wait and signal fences.
+COMMON_FLAGS = ("--iree-input-demote-f64-to-f32=false",
+                "--iree-execution-model=async-external")
 
 # IREE's data tiling re-lays out both operands of each matmul-like op into tiles, in extra
 # dispatches run on every call (pyree passes weights as arguments, so nothing is hoisted). That

@@ -16,7 +16,7 @@ from .array import Array
 from .aval import ShapedArray, interned
 from . import callbacks
 from . import device as _device_module
-from .device import Device, iree_runtime, vm_instance
+from .device import Device, iree_runtime, use_cuda_context, vm_instance
 
 
 # Calls on a worker-pool driver that may be queued, not yet finished, before a new call waits
@@ -205,6 +205,13 @@ def _callers(context, fn, hal, inline: bool, device: Device,
         avals = default_avals if out_avals is None else [interned(a) for a in out_avals]
         return finish(inputs, avals, fence, wait)
 
+    if not inline and device.platform == "cuda":
+        ordinal = device.id
+
+        def call_in_context(args, ints=(), out_avals=None, wait=False):
+            use_cuda_context(ordinal)   # (each thread that calls needs the context current)
+            return call(args, ints, out_avals, wait)
+        return call_in_context, call_in_context
     if not inline:
         return call, call
     if len(default_avals) != 1:
@@ -289,7 +296,10 @@ def _explained(error: Exception) -> Exception:
     original = callbacks.take_callback_error()
     if original is not None:  # a host callback raised: that exception, not IREE's report of it
         return original
-    match = re.search(r"binding count (\d+) > (\d+)", str(error))
+    # The CPU runtime refuses such a dispatch when called, the CUDA runtime when it loads the
+    # module (its limit is 16).
+    match = (re.search(r"binding count (\d+) > (\d+)", str(error))
+             or re.search(r"binding_flags count (\d+) exceeds maximum of (\d+)", str(error)))
     if match:
         return RuntimeError(
             f"IREE fused this program into a dispatch that uses {match[1]} buffers, more than "

@@ -38,8 +38,10 @@ def device_count(backend: Optional[str] = None) -> int:
 
 
 def default_backend() -> str:
-    """The platform computations run on by default. Example: ``pyree.default_backend()`` -> 'cpu'"""
-    return _device.default_device().platform
+    """The platform computations run on by default, by JAX's names: 'cpu', or 'gpu' for CUDA
+    and Vulkan devices. Example: ``pyree.default_backend()`` -> 'cpu'"""
+    platform = _device.default_device().platform
+    return "cpu" if platform == "cpu" else "gpu"
 
 
 def device_put(x: Any, device: Optional[Device] = None) -> Any:

@@ -200,7 +200,7 @@ def _target_flags(target: str, cpu: Optional[str]) -> tuple[str, ...]:
         flags += (f"--iree-llvmcpu-target-cpu={cpu or 'host'}",) + cpu_flags
     elif cpu is not None:
         raise ExportError(f"cpu={cpu!r} applies to the cpu target only")
-    return flags + rcompile.ASYNC_FLAGS
+    return flags + rcompile.COMMON_FLAGS
 
 
 def _trace(name: str, fn: Callable, specs: Sequence[Any], kwargs: Mapping[str, Any],

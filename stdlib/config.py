@@ -42,6 +42,13 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     # jax_default_device): a Device, a platform name ("cpu") or None for the platform's first
     # device. ``with pyree.default_device(d):`` overrides it in one thread.
     "default_device": (None, "PYREE_DEFAULT_DEVICE", str),
+    # Extra IREE compiler flags for every module (space-separated, part of the compile-cache
+    # key; like XLA_FLAGS, for experiments and workarounds): "--iree-opt-level=O3 ...".
+    # Set it before the first compile: functions already compiled keep their modules.
+    "compiler_flags": ("", "PYREE_COMPILER_FLAGS", str),
+    # IREE runtime flags (space-separated), parsed once before the first device opens, e.g.
+    # "--cuda_use_streams=false" (CUDA graphs instead of streams).
+    "runtime_flags": ("", "PYREE_RUNTIME_FLAGS", str),
 }
 
 # JAX's own names: "jax_enable_x64" is "enable_x64" (as an argument of update and as an

@@ -9,9 +9,12 @@ from pyree.runtime.compile import CompileStats
 
 def test_devices_and_backend():
     devs = pyree.devices()
-    assert len(devs) == 1 and devs[0].platform == "cpu"
-    assert repr(devs[0]) == "CpuDevice(id=0)"
-    assert pyree.default_backend() == "cpu"
+    platform = pyree.config.platform
+    assert len(devs) == 1 and devs[0].platform == platform
+    assert repr(devs[0]) == {"cpu": "CpuDevice(id=0)", "cuda": "CudaDevice(id=0)",
+                             "vulkan": "VulkanDevice(id=0)"}[platform]
+    # JAX's name for its CUDA backend
+    assert pyree.default_backend() == ("cpu" if platform == "cpu" else "gpu")
     assert pyree.device_count() == 1
 
 

@@ -277,6 +277,23 @@ def test_index_error_names_the_line():
     assert f"{__file__}:{line}:" in str(info.value)
 
 
+def test_empty_results_launch_no_kernel(monkeypatch):
+    # A GPU refuses a kernel launch of no workgroups (CUDA_ERROR_INVALID_VALUE, after which
+    # IREE's CUDA device fails every later call): empty eager results are made without one,
+    # and a concatenation skips its empty operands.
+    from pyree.runtime.executable import Executable
+    ones = jnp.ones((2, 3))
+
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("a kernel ran")
+    monkeypatch.setattr(Executable, "__call__", no_kernel)
+    z = jnp.zeros((0, 3))
+    assert repr(z) == "Array([], shape=(0, 3), dtype=float32)"
+    assert (z + 1).shape == (0, 3) and jnp.exp(z).shape == (0, 3) and z.T.shape == (3, 0)
+    assert np.asarray(jnp.concatenate([z, ones, z])).tolist() == [[1.0] * 3] * 2
+    assert np.asarray(pyree.device_put(np.zeros((2, 0), np.int32))).shape == (2, 0)
+
+
 # -- attributes, operators and methods ------------------------------------------------------------
 
 def test_attributes():

@@ -314,3 +314,18 @@ def test_missing_gpu_platform_is_a_clear_error():
         assert "cuda" in str(e)
     with pytest.raises(ValueError, match="unknown platform"):
         pyree.devices("tpu")
+
+
+def test_cuda_binding_limit_is_explained():
+    # IREE's CUDA runtime loads no dispatch of more than 16 buffers (the CPU's limit is 32).
+    error = executable._explained(ValueError(
+        "native_executable.c:240: INVALID_ARGUMENT; exports[102] binding_flags count 21 "
+        "exceeds maximum of 16; while invoking native function hal.executable.create"))
+    assert isinstance(error, RuntimeError)
+    assert "21 buffers" in str(error) and "limit of 16" in str(error)
+
+
+def test_cuda_context_is_a_no_op_without_cuda():
+    from pyree.runtime.device import use_cuda_context
+    use_cuda_context(0)   # nothing to make current here (or the real context where CUDA is)
+    assert np.asarray(pyree.jit(lambda x: x + 1)(np.ones(2, np.float32))).tolist() == [2, 2]

@@ -25,7 +25,7 @@ from . import primitives as P
 from .ir import ShapedArray
 from . import eager_warmup
 from .lower import lower_primitive_dynamic, sum_block
-from .trace import TypedScalar, abstract_eval, canonicalize_array, get_aval
+from .trace import TypedScalar, abstract_eval, canonicalize_array, effectful_primitives, get_aval
 from .source import user_loc, where
 
 # Params that vary with the shape: passed to the kernel as i64 arguments, not compiled in.
@@ -166,6 +166,14 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
     avals_in = [a.aval for a in arrays]
     avals_out = abstract_eval(primitive, avals_in, params, user_loc(3))
 
+    if (avals_out and all(a.size == 0 for a in avals_out)
+            and primitive not in effectful_primitives):
+        # Nothing to compute. A kernel of unknown shapes would be launched with no workgroups,
+        # which CUDA refuses (CUDA_ERROR_INVALID_VALUE, after which IREE's device fails every
+        # later call).
+        target = arrays[0]._device if arrays else default_device()
+        return [device_put_numpy(np.zeros(a.shape, a.dtype), target, a.weak_type)
+                for a in avals_out]
     static_when = STATIC_SHAPE_WHEN.get(primitive)
     if primitive.name in STATIC_SHAPE_PRIMITIVES or (
             static_when is not None and static_when(avals_in, params)):
@@ -188,6 +196,12 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
         blocked = _blocked_sum(arrays[0], params["axes"])
         if blocked is not None:
             return [blocked]
+    if primitive is P.concatenate_p and any(a.size == 0 for a in arrays):
+        # Empty operands add nothing, and their copies would be launched with no workgroups.
+        kept = [a for a in arrays if a.size]
+        if len(kept) == 1:
+            return [view(kept[0], avals_out[0])]
+        return apply_unchecked(primitive, kept, params)
     if primitive is P.concatenate_p and len(arrays) > CONCAT_GROUP:
         # One kernel binds every operand, and IREE's runtime refuses dispatches of more than
         # 32 buffers (see lower._concatenate_rule): join the operands a group at a time.
