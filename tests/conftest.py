@@ -9,6 +9,28 @@ os.environ["PYREE_EAGER_WARMUP"] = "0"
 
 import pyree  # noqa: E402
 
+# The suite on a GPU (PYREE_PLATFORM=cuda): float32 products in exact float32, as on the CPU.
+# Most tests compare products with NumPy's at float32 tolerances; on a GPU the default precision
+# is JAX's there (TF32 class: bf16 parts, see lower._bf16_split_product), which
+# test_precision.py and test_cuda_target.py check (fixture jax_default_matmul_precision).
+ON_CPU = pyree.config.platform == "cpu"
+if not ON_CPU:
+    pyree.config.update("default_matmul_precision", "highest")
+
+
+def cpu_only(reason: str):
+    """Skip a test that is about the CPU backend when the suite runs on another platform."""
+    return pytest.mark.skipif(not ON_CPU, reason=f"CPU backend only: {reason}")
+
+
+@pytest.fixture
+def jax_default_matmul_precision():
+    """The default matmul precision JAX has (None) for the test, whatever the suite set."""
+    saved = pyree.config.default_matmul_precision
+    pyree.config.update("default_matmul_precision", None)
+    yield
+    pyree.config.update("default_matmul_precision", saved)
+
 
 @pytest.fixture
 def x64():

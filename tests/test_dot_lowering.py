@@ -10,6 +10,8 @@ import pyree
 import pyree.numpy as jnp
 import pyree.runtime.compile as rcompile
 
+from conftest import cpu_only
+
 RNG = np.random.RandomState(0)
 
 
@@ -117,6 +119,7 @@ def test_narrow_modules_compile_without_data_tiling():
         assert rcompile.DATA_TILING_FLAG not in _flags(f, *args)
 
 
+@cpu_only("data tiling and the matvec configuration are CPU compile flags")
 def test_wide_modules_keep_data_tiling():
     m, ms = _data((8, 8), (4, 8, 8))
     for f, args in [(lambda m: m @ m, (m,)), (pyree.vmap(jnp.matmul), (ms, ms)),
@@ -183,6 +186,7 @@ def test_grad_through_row_configured_matvec(dtype, request):
     assert CONFIGURED.format(64) in _cpu_module(pyree.grad(loss), vs)[0]  # the forward matvec
 
 
+@cpu_only("data tiling and the matvec configuration are CPU compile flags")
 def test_which_products_are_marked():
     ms, vs, w, big, us = _data((4, 8, 64), (4, 64), (4, 64, 40), (5, 8, 2000), (5, 2000))
     mark = rcompile.MATVEC_MARK
@@ -207,7 +211,7 @@ def test_matvec_configuration_only_for_cpu():
     cpu = pyree.devices("cpu")[0].compile_flags
     assert CONFIGURED.format(64) in rcompile.prepare_module(text, cpu)[0]
     for gpu in [("--iree-hal-target-device=cuda",), ("--iree-hal-target-device=vulkan",)]:
-        assert rcompile.prepare_module(text, gpu + rcompile.ASYNC_FLAGS)[0] == text
+        assert rcompile.prepare_module(text, gpu + rcompile.COMMON_FLAGS)[0] == text
 
 
 def test_configuration_reaches_the_dispatch(tmp_path):

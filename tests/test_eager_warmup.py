@@ -9,6 +9,10 @@ from pyree.runtime import compile as rcompile
 from pyree.runtime.device import Device
 from pyree.transpiler import eager, eager_warmup
 
+from conftest import cpu_only
+
+pytestmark = cpu_only("eager kernels are compiled ahead for the CPU only")
+
 
 def test_recorded_kernels_are_eager_kernels():
     texts = eager_warmup.kernels()

@@ -10,6 +10,8 @@ import pyree.numpy as jnp
 from pyree import lax
 from pyree.transpiler import lower
 
+from conftest import cpu_only
+
 RNG = np.random.default_rng(0)
 A = RNG.normal(size=(48, 80)).astype(np.float32)
 B = RNG.normal(size=(80, 40)).astype(np.float32)
@@ -44,10 +46,14 @@ def split(monkeypatch):
     monkeypatch.setattr(lower, "SPLIT_FLOAT32_CONTRACTIONS", True)
 
 
+pytestmark = pytest.mark.usefixtures("jax_default_matmul_precision")
+
+
 @pytest.fixture
 def default_precision():
+    saved = pyree.config.default_matmul_precision
     yield lambda value: pyree.config.update("jax_default_matmul_precision", value)
-    pyree.config.update("default_matmul_precision", None)
+    pyree.config.update("default_matmul_precision", saved)
 
 
 def test_each_mode_error_against_float64(split, default_precision):
@@ -83,6 +89,7 @@ def test_gradients_keep_the_precision(split):
     assert "precision='HIGHEST'" in text and "precision='DEFAULT'" not in text
 
 
+@cpu_only("on a GPU float32 contractions below HIGHEST use bf16 parts, as JAX's use TF32")
 def test_cpu_contractions_are_full_float32():
     got = pyree.jit(lambda a, b, x, w: (a @ b, conv(x, w)))(A, B, X, W)
     assert relative_error(got[0], EXACT_DOT) < 1e-6
