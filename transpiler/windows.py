@@ -168,6 +168,23 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
                   feature_group_count=feature_group_count, batch_group_count=batch_group_count)
     empty = out_aval.size == 0 or lhs_aval.size == 0 or rhs_aval.size == 0
     half = {lhs_aval.dtype, rhs_aval.dtype} <= {np.dtype(bfloat16), np.dtype(np.float16)}
+    # IREE 3.13 fails to compile a depthwise convolution (one input channel per group) of
+    # half-precision operands with a float32 result for CUDA ("'tensor.collapse_shape' op
+    # expected collapsed type to be 'tensor<3x3x3xbf16>', but got 'tensor<3x3x3xf32>'"). It
+    # reads each input once per output: memory-bound, tensor cores gain nothing. Float32 then.
+    depthwise = (feature_group_count > 1 and rhs_aval.shape[dimension_numbers.rhs_spec[1]] == 1
+                 and out_aval.dtype in (np.dtype(np.float32), np.dtype(np.float16),
+                                        np.dtype(bfloat16)))
+    if ctx.lowering.platform == "cuda" and depthwise and not empty:
+        # (behind a barrier: a widening fused into the convolution fails the same way)
+        lhs, rhs = (v if a.dtype == np.float32 else op(
+                    "stablehlo.optimization_barrier", [tensor_type(a.update(dtype=np.float32))],
+                    [hlo("convert", tensor_type(a.update(dtype=np.float32)), v)]).result
+                    for v, a in ((lhs, lhs_aval), (rhs, rhs_aval)))
+        wide = _real_conv(lhs, rhs, lhs_aval.update(dtype=np.float32),
+                          rhs_aval.update(dtype=np.float32),
+                          out_aval.update(dtype=np.float32), **params)
+        return wide if out_aval.dtype == np.float32 else hlo("convert", ctx.out_type(), wide)
     if ctx.lowering.platform == "cuda" and half and not empty:
         # Tensor cores: IREE 3.13 puts a convolution of f16/bf16 operands with a float32
         # result on mma.sync (bf16 3.3 ms against 158 ms for float32 on an H200); with a
