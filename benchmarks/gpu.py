@@ -16,6 +16,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -111,6 +112,22 @@ def scan_rnn(np_like, lax_like):
     return f
 
 
+def matmul_highest(np_like, _):
+    return lambda a, b: np_like.matmul(a, b, precision="highest")
+
+
+def rnn_step(np_like, _):
+    """One step of ``scan_rnn`` alone: where a scan's per-step time goes."""
+    return lambda w_in, w_h, x, h: np_like.tanh(x @ w_in + h @ w_h)
+
+
+def newton_body(np_like, _):
+    """One iteration of ``newton_sqrt``'s body and condition alone."""
+    def f(a, x, previous):
+        return 0.5 * (x + a / x), np_like.max(np_like.abs(x - previous)) > 1e-6
+    return f
+
+
 def conv(np_like, lax_like):
     return lambda x, w: lax_like.conv_general_dilated(x, w, (1, 1), "SAME")
 
@@ -165,6 +182,18 @@ WORKLOADS = [
         _rng().normal(size=(_sized(1000, s, 10), 64, 256)).astype(np.float32)), scan_rnn, True,
         lambda i: (2.0 * i[2].shape[0] * 64 * (256 + i[1].shape[0]) * i[1].shape[0], "FLOP"),
         2e-3),
+    Workload("matmul f32 8192^2, precision highest", lambda s: tuple(_rng().normal(size=(
+        _sized(8192, s ** 0.5, 64),) * 2).astype(np.float32) for _ in range(2)), matmul_highest,
+        True, lambda i: (2.0 * i[0].shape[0] ** 3, "FLOP"), 1e-4),
+    Workload("RNN step alone, hidden 1024, batch 64", lambda s: (
+        (_rng().normal(size=(256, _sized(1024, s, 32))) / 16).astype(np.float32),
+        (_rng().normal(size=(_sized(1024, s, 32),) * 2) / 32).astype(np.float32),
+        _rng().normal(size=(64, 256)).astype(np.float32),
+        _rng().normal(size=(64, _sized(1024, s, 32))).astype(np.float32)), rnn_step, True,
+        lambda i: (2.0 * 64 * (256 + i[1].shape[0]) * i[1].shape[0], "FLOP"), 2e-3),
+    Workload("Newton body+cond alone, 16M values", lambda s: tuple(_rng().uniform(
+        1, 100, size=_sized(1 << 24, s)).astype(np.float32) for _ in range(3)), newton_body,
+        True, lambda i: (16.0 * i[0].size, "B"), 1e-5),
     Workload("conv NCHW 32x64x128x128, 128 3x3 filters", lambda s: (
         _rng().normal(size=(_sized(32, s), 64, _sized(128, s ** 0.5, 8), _sized(128, s ** 0.5, 8))
                       ).astype(np.float32),
@@ -189,15 +218,18 @@ def _max_relative_difference(a, b) -> float:
     return worst
 
 
-def run_workload(w: Workload, scale: int, rounds: int, min_time: float) -> dict:
+def run_workload(w: Workload, scale: int, rounds: int, min_time: float,
+                 skip_jax: bool = False) -> dict:
     inputs = w.make(scale)
     fp = w.program(pjnp, plax)
     fp = pyree.jit(fp) if w.jit else fp
     args_p = pyree.device_put(inputs)
     contestants = {"pyree": lambda: _block(fp(*args_p), pyree)}
     result = {}
+    start = time.perf_counter()
     got = contestants["pyree"]()
-    if jax is not None:
+    result["first"] = time.perf_counter() - start
+    if jax is not None and not skip_jax:
         fj = w.program(jjnp, jlax)
         fj = jax.jit(fj) if w.jit else fj
         args_j = jax.device_put(inputs)
@@ -241,6 +273,23 @@ def first_call(lib: str, env: dict) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
+def async_share(scale: int) -> tuple[float, float]:
+    """(seconds until a jitted call returns, seconds until its result is ready) for a chain of
+    three 8192^2 matmuls: a call should return long before the device finishes."""
+    n = _sized(8192, scale ** 0.5, 64)
+    a = pyree.device_put(_rng().normal(size=(n, n)).astype(np.float32))
+    f = pyree.jit(lambda a: (a @ a) @ (a @ a))
+    f(a).block_until_ready()
+    returned, ready = [], []
+    for _ in range(5):
+        start = time.perf_counter()
+        out = f(a)
+        returned.append(time.perf_counter() - start)
+        out.block_until_ready()
+        ready.append(time.perf_counter() - start)
+    return statistics.median(returned), statistics.median(ready)
+
+
 def _rate(seconds: float, work: tuple) -> str:
     amount, unit = work
     if not amount or not seconds:
@@ -258,20 +307,27 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=1, help="divide problem sizes by this")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--min-time", type=float, default=0.2, help="seconds per sample")
-    parser.add_argument("--only", help="run the workloads whose name contains this")
+    parser.add_argument("--only", help="run the workloads whose name contains one of these "
+                        "comma-separated words ('async': the async row)")
     parser.add_argument("--no-first-call", action="store_true")
+    parser.add_argument("--no-jax", action="store_true",
+                        help="time pyree alone (to compare pyree's settings run by run)")
     args = parser.parse_args()
+    only = [word for word in (args.only or "").split(",") if word]
     device = pyree.devices()[0]
     print(f"pyree {pyree.__version__} on {device} ({' '.join(device.target_flags)}); "
           f"JAX {jax.__version__ + ' on ' + str(jax.devices()[0]) if jax else 'not installed'}; "
           f"scale 1/{args.scale}")
-    print(f"| workload | pyree | JAX | pyree rate | JAX rate | pyree/JAX | same values |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"compiler_flags={pyree.config.compiler_flags!r} "
+          f"runtime_flags={pyree.config.runtime_flags!r}")
+    print(f"| workload | pyree | JAX | pyree rate | JAX rate | pyree/JAX | same values "
+          f"| pyree first call |")
+    print("|---|---|---|---|---|---|---|---|")
     for w in WORKLOADS:
-        if args.only and args.only not in w.name:
+        if only and not any(word in w.name for word in only):
             continue
         try:
-            r = run_workload(w, args.scale, args.rounds, args.min_time)
+            r = run_workload(w, args.scale, args.rounds, args.min_time, args.no_jax)
         except Exception as e:  # a failure is a row of the table, not the end of the run
             print(f"| {w.name} | failed: {type(e).__name__}: {str(e)[:200]} | | | | | |",
                   flush=True)
@@ -281,8 +337,13 @@ def main() -> None:
             "yes" if r["agree"] else f"NO (max rel. difference {r['difference']:.1e})")
         print(f"| {w.name} | {_fmt(r['pyree'])} | {_fmt(jax_t) if jax_t else '-'} | "
               f"{_rate(r['pyree'], r['work'])} | {_rate(jax_t, r['work']) if jax_t else ''} | "
-              f"{r['pyree'] / jax_t if jax_t else float('nan'):.2f} | {agree} |", flush=True)
-    if not args.no_first_call and not args.only:
+              f"{r['pyree'] / jax_t if jax_t else float('nan'):.2f} | {agree} | "
+              f"{r['first']:.2f} s |", flush=True)
+    if not only or "async" in only:
+        returned, ready = async_share(args.scale)
+        print(f"async: a call of three 8192^2 matmuls returned after {_fmt(returned)}, its "
+              f"result was ready after {_fmt(ready)}")
+    if not args.no_first_call and not args.only and not args.no_jax:
         import tempfile
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, PYREE_CACHE_DIR=cache)
