@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .array import Array
 from .aval import ShapedArray, interned
@@ -51,8 +51,11 @@ class Executable:
 
     def __init__(self, vmfb: bytes, function: str, device: Device,
                  out_avals: Sequence[ShapedArray], work: int = 0, module=None,
-                 ready_inputs: bool = False) -> None:
+                 ready_inputs: bool = False, caller_storage: bool = False) -> None:
         self.vmfb = vmfb
+        # The function takes a buffer per output and one for intermediates after its inputs
+        # (the lowering's caller_storage; see CALLER_STORAGE_PLATFORMS).
+        self.caller_storage = caller_storage
         # Inputs are waited for on the host before a call. IREE 3.13 records
         # a module of unknown shapes into a command buffer with its buffers resolved at invoke,
         # and an input that a queued call still has to allocate is refused ("transient buffer
@@ -91,8 +94,11 @@ class Executable:
                     fn = self._module.lookup_function(self.function)
                     if fn is None:
                         raise RuntimeError(f"compiled module has no function {self.function!r}")
+                    storage = None
+                    if self.caller_storage:
+                        storage = _scratch_size(fn, self._module)
                     call = _callers(context, fn, hal, driver == "local-sync", self.device,
-                                    self.out_avals, self.ready_inputs)
+                                    self.out_avals, self.ready_inputs, storage)
                     self._bound[driver] = call
         return call
 
@@ -126,8 +132,8 @@ class Executable:
 
 
 def _callers(context, fn, hal, inline: bool, device: Device,
-             default_avals: Sequence[ShapedArray],
-             ready_inputs: bool = False) -> tuple[Callable, Callable]:
+             default_avals: Sequence[ShapedArray], ready_inputs: bool = False,
+             scratch_size: int | None = None) -> tuple[Callable, Callable]:
     """Two functions queueing one call of ``fn`` in ``context`` (see ``Executable.__call__``),
     with what is fixed per driver bound here: ``call(args, ints=(), out_avals=None,
     wait=False)``, and ``call(args)`` for the defaults, which on the inline driver skips every
@@ -184,12 +190,43 @@ def _callers(context, fn, hal, inline: bool, device: Device,
             results.append(out)
         return results
 
+    size_query = None
+    if scratch_size is not None:
+        rt = iree_runtime()
+        allocate = hal.allocator.allocate_buffer
+        memory, usage = rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT
+        # (a buffer of no bytes is refused by CUDA: at least 16)
+        sizes = [max(16, a.size * a.dtype.itemsize) for a in default_avals] + [
+            max(16, scratch_size if isinstance(scratch_size, int) else 0)]
+        size_query = None if isinstance(scratch_size, int) else scratch_size
+
+    def query_scratch_size(args: Sequence[Array]) -> None:
+        """Ask IREE's size function once (shapes are static, so is its answer)."""
+        nonlocal size_query
+        query = _VariantList(len(args) + len(sizes) + 2)
+        push_arrays(query, args)
+        for size in sizes:
+            query.push_ref(allocate(memory_type=memory, allowed_usage=usage,
+                                    allocation_size=16))
+        query.push_ref(no_fence)
+        query.push_ref(no_fence)
+        answer = _VariantList(1)
+        invoke(size_query, query, answer)
+        sizes[-1] = max(16, int(answer.get_variant(0)))
+        size_query = None
+
     def call(args: Sequence[Array], ints: Sequence[int] = (),
              out_avals: Sequence[ShapedArray] | None = None, wait: bool = False) -> list[Array]:
-        inputs = _VariantList(len(args) + len(ints) + 2)  # + wait, signal fences
+        storage = () if scratch_size is None else sizes
+        if storage and size_query is not None:
+            query_scratch_size(args)
+        inputs = _VariantList(len(args) + len(ints) + len(storage) + 2)  # + wait, signal
         wait_for = push_arrays(inputs, args)
         for i in ints:
             inputs.push_int(i)
+        for size in storage:   # each call's own: calls may run at once on the CPU's pool
+            inputs.push_ref(allocate(memory_type=memory, allowed_usage=usage,
+                                     allocation_size=size))
         if ready_inputs and wait_for is not no_fence:
             wait_for.wait()
             wait_for = no_fence
@@ -212,7 +249,7 @@ def _callers(context, fn, hal, inline: bool, device: Device,
             use_cuda_context(ordinal)   # (each thread that calls needs the context current)
             return call(args, ints, out_avals, wait)
         return call_in_context, call_in_context
-    if not inline:
+    if not inline or scratch_size is not None:
         return call, call
     if len(default_avals) != 1:
         return call, lambda args: call(args)
@@ -250,6 +287,24 @@ def _callers(context, fn, hal, inline: bool, device: Device,
         return [out]
 
     return call, call_inline
+
+
+# Platforms whose jitted functions without control flow compute into buffers pyree allocates
+# (transpiler/lower.py, _into_caller_storage): on CUDA the function's own queue allocations
+# made each call wait for the GPU. Tests add "cpu", which runs the same path.
+CALLER_STORAGE_PLATFORMS = {"cuda"}
+
+
+def _scratch_size(fn, module) -> int | Any:
+    """Bytes of the intermediates buffer a caller_storage function needs: the constant IREE
+    records in its reflection (none: no intermediates), else the function IREE generated to
+    compute it, returned to be called with the function's arguments."""
+    reflection = fn.reflection
+    size = reflection.get("iree.abi.transients.size.constant")
+    if size is not None:
+        return int(size)
+    query = reflection.get("iree.abi.transients.size")
+    return 0 if query is None else module.lookup_function(query)
 
 
 def _reraise(error: Exception) -> None:

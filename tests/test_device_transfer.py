@@ -1,7 +1,8 @@
 """Reading results through a queue copy into host memory: the only way to read a GPU's
 device-local memory, which the host cannot map. CI has no GPU, so these tests force that path on
 the CPU (``device.READ_BY_COPY``) and check every kind of read: values, callbacks' operands,
-debug prints and debug_nans' re-run."""
+debug prints and debug_nans' re-run. Then the other CUDA path run on the CPU: jitted programs
+computing into buffers pyree allocates (``executable.CALLER_STORAGE_PLATFORMS``)."""
 import numpy as np
 import pytest
 
@@ -9,6 +10,7 @@ import pyree
 import pyree.numpy as jnp
 from pyree.dtypes import bfloat16
 from pyree.runtime import device as device_module
+from pyree.runtime import executable
 
 
 @pytest.fixture
@@ -69,3 +71,74 @@ def test_callback_operands_and_debug_nans_read_through_host_memory(copies, capsy
     finally:
         pyree.config.update("debug_nans", False)
     assert copies
+
+
+# -- results and intermediates in buffers pyree allocates (the CUDA path, forced here) ------
+
+@pytest.fixture
+def caller_storage():
+    """Jitted straight-line programs compute into buffers pyree allocates, as on CUDA."""
+    added = "cpu" not in executable.CALLER_STORAGE_PLATFORMS
+    executable.CALLER_STORAGE_PLATFORMS.add("cpu")
+    yield
+    if added:
+        executable.CALLER_STORAGE_PLATFORMS.discard("cpu")
+
+
+def _executable_of(f, *args):
+    return next(iter(f._cache.values())).executable
+
+
+def test_outputs_and_intermediates_in_caller_storage(caller_storage):
+    a = np.random.default_rng(0).normal(size=(64, 48)).astype(np.float32)
+    f = pyree.jit(lambda a: ((a @ a.T) @ (a @ a.T), jnp.tanh(a).sum(), a, jnp.ones(2),
+                             a[:0], (a * 2,) * 2, (a > 0).astype(np.uint8)))
+    chain, total, same, ones, empty, twice, bits = f(a)
+    np.testing.assert_array_equal(np.asarray(bits), (a > 0).astype(np.uint8))
+    assert _executable_of(f).caller_storage
+    exact = (a.astype(np.float64) @ a.T) @ (a.astype(np.float64) @ a.T)
+    np.testing.assert_allclose(np.asarray(chain), exact, rtol=2e-5, atol=1e-3)
+    np.testing.assert_allclose(float(total), np.tanh(a.astype(np.float64)).sum(), rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(same), a)
+    assert np.asarray(ones).tolist() == [1.0, 1.0] and np.asarray(empty).shape == (0, 48)
+    np.testing.assert_array_equal(np.asarray(twice[0]), a * 2)
+    np.testing.assert_array_equal(np.asarray(twice[1]), a * 2)
+    # Each call has its own buffers: results of two calls stay apart.
+    first, second = f(a)[0], f(a + 1)[0]
+    assert not np.array_equal(np.asarray(first), np.asarray(second))
+    # A program with a loop keeps IREE's own allocations (it waits for each condition).
+    loop = pyree.jit(lambda a: pyree.lax.while_loop(lambda c: c.sum() < 1e6, lambda c: c * 2.0,
+                                                    a * a + 1.0))
+    assert float(loop(a).sum()) >= 1e6
+    assert not _executable_of(loop).caller_storage
+
+
+def test_intermediate_size_from_iree_function(caller_storage, monkeypatch):
+    # Where IREE records no constant size for the intermediates, its size function is asked.
+    def by_query(fn, module):
+        return module.lookup_function(fn.reflection["iree.abi.transients.size"])
+    monkeypatch.setattr(executable, "_scratch_size", by_query)
+    a = np.random.default_rng(1).normal(size=(40, 40)).astype(np.float32)
+    got = pyree.jit(lambda a: (a @ a) @ a)(a)
+    np.testing.assert_allclose(np.asarray(got), (a.astype(np.float64) @ a) @ a, rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_cuda_straight_line_program_queues_no_allocation():
+    # IREE's CUDA runtime waits on the host in a queue allocation or deallocation for the work
+    # it is ordered after: a straight-line program for CUDA must contain neither.
+    from iree.compiler import compile_str
+    from pyree.runtime import compile as rcompile
+    from pyree.runtime.device import Device
+    from pyree.transpiler.lower import lower_closed_ir
+    f = pyree.jit(lambda a: ((a @ a) @ (a @ a), jnp.tanh(a).sum()))
+    closed, _ = f._trace(*f._abstract_signature((np.ones((256, 256), np.float32),), {}))
+    cuda = Device("cuda")
+    text, flags = rcompile.prepare_module(
+        lower_closed_ir(closed, platform="cuda", caller_storage=True).text, cuda.compile_flags)
+    hal = compile_str(text, extra_args=list(flags) + ["--compile-to=hal"]).decode()
+    main = hal[hal.index("util.func public @main("):]
+    main = main[:main.index("util.func public @main_transients_size")]
+    assert "hal.device.queue.execute" in main
+    assert "queue.alloca" not in main and "queue.dealloca" not in main
+    assert "iree.abi.transients.size.constant" in hal

@@ -21,7 +21,7 @@ from pyree.runtime.array import Array, device_put_numpy
 from pyree.runtime.aval import interned
 from pyree.runtime import device as device_module
 from pyree.runtime.device import Device, default_device
-from pyree.runtime.executable import Executable
+from pyree.runtime.executable import CALLER_STORAGE_PLATFORMS, Executable
 
 from . import checks, control_flow  # noqa: F401 (their lowering rules must be registered)
 from . import nan_check
@@ -489,10 +489,22 @@ def compile_closed_ir(closed: ClosedIR, out_tree, device: Device,
                       lowered: Optional[LoweredModule] = None) -> _Compiled:
     """Lower (unless given), compile and load one traced signature."""
     lowered = lowered or lower_closed_ir(closed, platform=device.platform)
-    vmfb = rcompile.compile_mlir(lowered.text, device.compile_flags,
-                                 cache_text=lowered.text_without_locations)
-    executable = Executable(vmfb, lowered.function, device, closed.out_avals,
-                            work=estimate_work(closed))
+    module = lowered
+    # Straight-line programs compute into buffers pyree allocates where the device's own
+    # allocations would block (runtime/executable.py). A program with loops or conditionals
+    # waits on the host for each condition anyway, and with it IREE 3.13 failed to compile
+    # a scan for CUDA ("failed to distribute"); one calling the host (callbacks) is refused
+    # ("function contains function calls, which are not supported by EmplaceTransientsPass").
+    text = lowered.text_without_locations
+    caller_storage = (device.platform in CALLER_STORAGE_PLATFORMS
+                      and not any(construct in text for construct in (
+                          "stablehlo.while", "stablehlo.if", "stablehlo.case", " call @")))
+    if caller_storage:
+        module = lower_closed_ir(closed, platform=device.platform, caller_storage=True)
+    vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
+                                 cache_text=module.text_without_locations)
+    executable = Executable(vmfb, module.function, device, closed.out_avals,
+                            work=estimate_work(closed), caller_storage=caller_storage)
     consts = []
     for value in closed.consts:
         if isinstance(value, Array):

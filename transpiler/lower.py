@@ -352,15 +352,18 @@ def _finish_module(module, function: str) -> LoweredModule:
                          op_.get_asm(enable_debug_info=False), function)
 
 
-def lower_closed_ir(closed: ClosedIR, function: str = "main",
-                    platform: str = "cpu") -> LoweredModule:
+def lower_closed_ir(closed: ClosedIR, function: str = "main", platform: str = "cpu",
+                    caller_storage: bool = False) -> LoweredModule:
     """A module whose function takes (consts..., inputs...) and returns the IR's outputs, for
-    a device of ``platform``."""
+    a device of ``platform``. With ``caller_storage`` it also takes one ``!hal.buffer`` per
+    output, which the output is computed into, then one for every intermediate value (its
+    size is the function's ``iree.abi.transients.size.constant`` reflection): see
+    ``_into_caller_storage``."""
     with _lowering_for(platform):
-        return _lower_closed_ir(closed, function)
+        return _lower_closed_ir(closed, function, caller_storage)
 
 
-def _lower_closed_ir(closed: ClosedIR, function: str) -> LoweredModule:
+def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool) -> LoweredModule:
     ir_module = mlir()
     from iree.compiler.dialects import func
 
@@ -369,16 +372,52 @@ def _lower_closed_ir(closed: ClosedIR, function: str) -> LoweredModule:
     with mlir_context(), ir_module.Location.unknown():
         module = ir_module.Module.create()
         arg_types = [tensor_type(v.aval) for v in list(ir.const_vars) + list(ir.in_vars)]
+        n_tensors = len(arg_types)
         out_types = [tensor_type(a.aval) for a in ir.outs]
+        if caller_storage:
+            arg_types += [ir_module.Type.parse("!hal.buffer")] * (len(out_types) + 1)
         with ir_module.InsertionPoint(module.body):
             fn = func.FuncOp(function, ir_module.FunctionType.get(arg_types, out_types))
             block = fn.add_entry_block()
             with ir_module.InsertionPoint(block):
                 lowering = Lowering(dynamic=False)
-                lowering._input_views.update(block.arguments)
-                results = lowering.lower_ir(ir, list(block.arguments))
+                tensors = list(block.arguments)[:n_tensors]
+                lowering._input_views.update(tensors)
+                results = lowering.lower_ir(ir, tensors)
+                if caller_storage:
+                    *storage, scratch = list(block.arguments)[n_tensors:]
+                    results = [_into_caller_storage(r, buffer, scratch)
+                               for r, buffer in zip(results, storage)]
                 func.ReturnOp(results)
         return _finish_module(module, function)
+
+
+def _into_caller_storage(value, storage, scratch):
+    """``value`` computed into the caller's buffer ``storage``, the intermediate values it
+    needs placed in the caller's buffer ``scratch``.
+
+    IREE 3.13's CUDA runtime waits on the host, before it returns, for the work that a queue
+    allocation or deallocation is ordered after ("The CUDA HAL is not currently asynchronous",
+    cuda_device.c): a function allocating its results and intermediates that way returned only
+    once the GPU had finished (three 8192^2 matmuls: returned after 44 ms of 44 ms, H100). With
+    both in the caller's buffers the function only queues its work."""
+    ir = mlir()
+    tensor = ir.RankedTensorType(value.type)
+    element = tensor.element_type
+    unsigned = isinstance(element, ir.IntegerType) and element.is_unsigned
+    if unsigned:
+        # IREE makes integers signless after the input's types, and has no rule for a
+        # hal.tensor.alias of unsigned ones ("failed to legalize operation 'hal.tensor.alias'"):
+        # the same bits as signless around the two annotations.
+        signless = ir.RankedTensorType.get(tensor.shape,
+                                           ir.IntegerType.get_signless(element.width))
+        value = hlo("bitcast_convert", signless, value)
+    aliased = ir.Operation.create(
+        "hal.tensor.alias", results=[value.type], operands=[value, storage],
+        attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 1, 0])}).result
+    placed = ir.Operation.create("hal.tensor.transients", results=[value.type],
+                                 operands=[aliased, scratch]).result
+    return hlo("bitcast_convert", tensor, placed) if unsigned else placed
 
 
 def lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]],
