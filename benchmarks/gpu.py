@@ -41,6 +41,9 @@ class Workload(NamedTuple):
     jit: bool                                  # jitted (else eager op by op)
     work: Callable[[tuple], tuple[float, str]]  # inputs -> (amount, unit) per call
     rtol: float                                # pyree vs JAX, relative to the largest value
+    # inputs -> (float64 values, outputs -> the same part of them): the error of each library
+    # against float64, where matrix precision makes the two differ
+    exact: Callable[[tuple], tuple] | None = None
 
 
 def _rng():
@@ -147,6 +150,38 @@ def _mlp_inputs(scale):
     return params, x, y
 
 
+def _rows_exact(inputs, rows: int = 64):
+    """float64 values of some rows of a @ b, and how to take those rows of a result."""
+    a, b = (np.asarray(x, np.float64) for x in inputs)
+    picked = np.random.default_rng(1).choice(a.shape[0], size=min(rows, a.shape[0]),
+                                              replace=False)
+    return a[picked] @ b, lambda out: np.asarray(out, np.float64)[picked]
+
+
+def _mlp_exact(inputs):
+    """The MLP step's updated parameters in float64 (NumPy: forward, backward, update)."""
+    params, x, y = inputs
+    params = [(np.asarray(w, np.float64), np.asarray(b, np.float64)) for w, b in params]
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    hs = [x]
+    for w, b in params[:-1]:
+        hs.append(np.maximum(hs[-1] @ w + b, 0.0))
+    logits = hs[-1] @ params[-1][0] + params[-1][1]
+    logits -= logits.max(axis=1, keepdims=True)
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    g = (p * y.sum(axis=1, keepdims=True) - y) / x.shape[0]    # d loss / d logits
+    new = []
+    for i in range(len(params) - 1, -1, -1):
+        w, b = params[i]
+        new.append((w - 0.01 * hs[i].T @ g, b - 0.01 * g.sum(axis=0)))
+        if i:
+            g = (g @ w.T) * (hs[i] > 0)
+    new = new[::-1]
+    flat = np.concatenate([np.ravel(v) for pair in new for v in pair])
+    return flat, lambda out: np.concatenate([np.ravel(np.asarray(v, np.float64))
+                                             for pair in out for v in pair])
+
+
 def _mlp_flops(inputs):
     params, x, _ = inputs
     return 6.0 * x.shape[0] * sum(w.size for w, _ in params), "FLOP"
@@ -161,12 +196,12 @@ WORKLOADS = [
         np.float32),), selu, False, lambda i: (8.0 * i[0].size, "B"), 1e-5),
     Workload("matmul f32 8192^2", lambda s: tuple(_rng().normal(size=(_sized(8192, s ** 0.5, 64),) * 2).astype(
         np.float32) for _ in range(2)), matmul, True,
-        lambda i: (2.0 * i[0].shape[0] ** 3, "FLOP"), 2e-3),
+        lambda i: (2.0 * i[0].shape[0] ** 3, "FLOP"), 2e-3, _rows_exact),
     Workload("matmul bf16 8192^2", lambda s: tuple(_rng().normal(size=(_sized(8192, s ** 0.5, 64),) * 2).astype(
         pjnp.bfloat16) for _ in range(2)), matmul, True,
         lambda i: (2.0 * i[0].shape[0] ** 3, "FLOP"), 2e-2),
     Workload("MLP SGD step 784-4096-4096-10, batch 4096", _mlp_inputs, mlp_step, True,
-             _mlp_flops, 2e-3),
+             _mlp_flops, 2e-3, _mlp_exact),
     Workload("log-softmax cross-entropy 65536x1000", lambda s: (
         _rng().normal(size=(_sized(65536, s, 64), 1000)).astype(np.float32),
         _rng().integers(0, 1000, _sized(65536, s, 64)).astype(np.int32)), cross_entropy, True,
@@ -184,7 +219,7 @@ WORKLOADS = [
         2e-3),
     Workload("matmul f32 8192^2, precision highest", lambda s: tuple(_rng().normal(size=(
         _sized(8192, s ** 0.5, 64),) * 2).astype(np.float32) for _ in range(2)), matmul_highest,
-        True, lambda i: (2.0 * i[0].shape[0] ** 3, "FLOP"), 1e-4),
+        True, lambda i: (2.0 * i[0].shape[0] ** 3, "FLOP"), 1e-4, _rows_exact),
     Workload("RNN step alone, hidden 1024, batch 64", lambda s: (
         (_rng().normal(size=(256, _sized(1024, s, 32))) / 16).astype(np.float32),
         (_rng().normal(size=(_sized(1024, s, 32),) * 2) / 32).astype(np.float32),
@@ -238,6 +273,12 @@ def run_workload(w: Workload, scale: int, rounds: int, min_time: float,
         difference = _max_relative_difference(got, want)
         result["agree"] = difference <= w.rtol or w.rtol == 0
         result["difference"] = difference
+    if w.exact is not None:
+        exact, part = w.exact(inputs)
+        scale = np.abs(exact).max()
+        result["errors"] = {name: float(np.abs(part(out) - exact).max() / scale)
+                            for name, out in (("pyree", got), ("jax", want if "agree" in result
+                                                                    else None)) if out is not None}
     samples = {k: [] for k in contestants}
     for fn in contestants.values():
         per_call(fn, min_time)   # warm-up
@@ -290,6 +331,43 @@ def async_share(scale: int) -> tuple[float, float]:
     return statistics.median(returned), statistics.median(ready)
 
 
+# The products of the MLP step (forward, and the backward's transposed forms), for --accuracy.
+ACCURACY_PRODUCTS = [("x @ w1", (4096, 784), (784, 4096), ""), ("h @ w2", (4096, 4096),
+                     (4096, 4096), ""), ("h @ w3", (4096, 4096), (4096, 10), ""),
+                     ("h.T @ g", (4096, 4096), (4096, 10), "lhs.T"),
+                     ("g @ w3.T", (4096, 10), (4096, 10), "rhs.T"),
+                     ("x.T @ g", (4096, 784), (4096, 4096), "lhs.T"),
+                     ("square 8192", (8192, 8192), (8192, 8192), "")]
+
+
+def accuracy() -> None:
+    """Error against float64 (64 rows) of float32 products at the default precision, pyree and
+    JAX side by side: which products of an MLP step lose accuracy on this device."""
+    print("| product | pyree error | JAX error |\n|---|---|---|")
+    for name, a_shape, b_shape, form in ACCURACY_PRODUCTS:
+        r = _rng()
+        a = r.normal(size=a_shape).astype(np.float32)
+        b = r.normal(size=b_shape).astype(np.float32)
+        def f(np_like):
+            if form == "lhs.T":
+                return lambda a, b: a.T @ b
+            if form == "rhs.T":
+                return lambda a, b: a @ b.T
+            return lambda a, b: a @ b
+        la = a.T if form == "lhs.T" else a
+        lb = b.T if form == "rhs.T" else b
+        exact, part = _rows_exact((la, lb))
+        errors = []
+        for lib, np_like in (("pyree", pjnp), ("jax", jjnp if jax else None)):
+            if np_like is None:
+                errors.append("-")
+                continue
+            jit = pyree.jit if lib == "pyree" else jax.jit
+            out = jit(f(np_like))(a, b)
+            errors.append(f"{np.abs(part(out) - exact).max() / np.abs(exact).max():.1e}")
+        print(f"| {name} {form} | {errors[0]} | {errors[1]} |", flush=True)
+
+
 def _rate(seconds: float, work: tuple) -> str:
     amount, unit = work
     if not amount or not seconds:
@@ -310,6 +388,8 @@ def main() -> None:
     parser.add_argument("--only", help="run the workloads whose name contains one of these "
                         "comma-separated words ('async': the async row)")
     parser.add_argument("--no-first-call", action="store_true")
+    parser.add_argument("--accuracy", action="store_true",
+                        help="only the float64 errors of the MLP step's products")
     parser.add_argument("--no-jax", action="store_true",
                         help="time pyree alone (to compare pyree's settings run by run)")
     args = parser.parse_args()
@@ -318,6 +398,9 @@ def main() -> None:
     print(f"pyree {pyree.__version__} on {device} ({' '.join(device.target_flags)}); "
           f"JAX {jax.__version__ + ' on ' + str(jax.devices()[0]) if jax else 'not installed'}; "
           f"scale 1/{args.scale}")
+    if args.accuracy:
+        accuracy()
+        return
     print(f"compiler_flags={pyree.config.compiler_flags!r} "
           f"runtime_flags={pyree.config.runtime_flags!r}")
     print(f"| workload | pyree | JAX | pyree rate | JAX rate | pyree/JAX | same values "
@@ -335,6 +418,9 @@ def main() -> None:
         jax_t = r.get("jax")
         agree = "" if "agree" not in r else (
             "yes" if r["agree"] else f"NO (max rel. difference {r['difference']:.1e})")
+        if "errors" in r:
+            agree += " (error vs float64: " + ", ".join(
+                f"{k} {v:.1e}" for k, v in r["errors"].items()) + ")"
         print(f"| {w.name} | {_fmt(r['pyree'])} | {_fmt(jax_t) if jax_t else '-'} | "
               f"{_rate(r['pyree'], r['work'])} | {_rate(jax_t, r['work']) if jax_t else ''} | "
               f"{r['pyree'] / jax_t if jax_t else float('nan'):.2f} | {agree} | "

@@ -9,6 +9,7 @@
 #   suite.txt     pyree's whole suite on CUDA, time-boxed, in the background on 10 workers;
 #   failures.txt  each failure's report as it happens (benchmarks/pytest_failure_log.py)
 #   table.txt     benchmarks/gpu.py: pyree and JAX on the same GPU
+#   accuracy.txt  float64 errors of the MLP step's float32 products, pyree and JAX
 #   variants.txt  workloads under other IREE compiler / runtime settings (pyree alone)
 # A dry run on the CPU: GPU_CHECK_PLATFORM=cpu GPU_CHECK_SCALE=256 bash benchmarks/gpu_check.sh 30
 set -u
@@ -47,6 +48,10 @@ stamp gpu tests; tail -15 "$OUT/gpu_tests.txt"
 (cd benchmarks && PYREE_PLATFORM=$platform timeout 240 python3 gpu.py --rounds 3 --scale $scale \
   ${only:+--only "$only"}) > "$OUT/table.txt" 2>&1
 stamp table; cat "$OUT/table.txt"
+
+(cd benchmarks && PYREE_PLATFORM=$platform timeout 150 python3 gpu.py --accuracy) \
+  > "$OUT/accuracy.txt" 2>&1
+stamp accuracy; cat "$OUT/accuracy.txt"
 
 variant() {  # name, compiler flags, runtime flags, workload filter[, VAR=value ...]
   (cd benchmarks && env "${@:5}" PYREE_PLATFORM=$platform PYREE_COMPILER_FLAGS="$2" \
