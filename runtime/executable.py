@@ -195,31 +195,38 @@ def _callers(context, fn, hal, inline: bool, device: Device,
         rt = iree_runtime()
         allocate = hal.allocator.allocate_buffer
         memory, usage = rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT
-        # (a buffer of no bytes is refused by CUDA: at least 16)
-        sizes = [max(16, a.size * a.dtype.itemsize) for a in default_avals] + [
-            max(16, scratch_size if isinstance(scratch_size, int) else 0)]
         size_query = None if isinstance(scratch_size, int) else scratch_size
+        default_sizes = _storage_sizes(default_avals, scratch_size if size_query is None else 0)
 
-    def query_scratch_size(args: Sequence[Array]) -> None:
-        """Ask IREE's size function once (shapes are static, so is its answer)."""
-        nonlocal size_query
-        query = _VariantList(len(args) + len(sizes) + 2)
+    def query_scratch_size(args: Sequence[Array], ints: Sequence[int], count: int) -> int:
+        """Bytes of intermediates for these arguments, from IREE's size function."""
+        query = _VariantList(len(args) + len(ints) + count + 2)
         push_arrays(query, args)
-        for size in sizes:
+        for i in ints:
+            query.push_int(i)
+        for _ in range(count):
             query.push_ref(allocate(memory_type=memory, allowed_usage=usage,
                                     allocation_size=16))
         query.push_ref(no_fence)
         query.push_ref(no_fence)
         answer = _VariantList(1)
         invoke(size_query, query, answer)
-        sizes[-1] = max(16, int(answer.get_variant(0)))
-        size_query = None
+        return int(answer.get_variant(0))
 
     def call(args: Sequence[Array], ints: Sequence[int] = (),
              out_avals: Sequence[ShapedArray] | None = None, wait: bool = False) -> list[Array]:
-        storage = () if scratch_size is None else sizes
-        if storage and size_query is not None:
-            query_scratch_size(args)
+        nonlocal size_query, default_sizes
+        storage = ()
+        if scratch_size is not None:
+            storage = default_sizes
+            if out_avals is not None:   # (shapes vary per call)
+                scratch = 0 if size_query is None else query_scratch_size(
+                    args, ints, len(out_avals) + 1)
+                storage = _storage_sizes(out_avals, scratch)
+            elif size_query is not None:   # static shapes: asked once
+                default_sizes = storage = _storage_sizes(
+                    default_avals, query_scratch_size(args, ints, len(default_avals) + 1))
+                size_query = None
         inputs = _VariantList(len(args) + len(ints) + len(storage) + 2)  # + wait, signal
         wait_for = push_arrays(inputs, args)
         for i in ints:
@@ -287,6 +294,12 @@ def _callers(context, fn, hal, inline: bool, device: Device,
         return [out]
 
     return call, call_inline
+
+
+def _storage_sizes(avals: Sequence[ShapedArray], scratch: int) -> list[int]:
+    """Bytes of the buffers a caller_storage call passes: one per output, then the scratch
+    (at least 16 each: CUDA refuses an allocation of no bytes)."""
+    return [max(16, a.size * a.dtype.itemsize) for a in avals] + [max(16, scratch)]
 
 
 # Platforms whose jitted functions without control flow compute into buffers pyree allocates

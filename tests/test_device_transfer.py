@@ -76,11 +76,14 @@ def test_callback_operands_and_debug_nans_read_through_host_memory(copies, capsy
 # -- results and intermediates in buffers pyree allocates (the CUDA path, forced here) ------
 
 @pytest.fixture
-def caller_storage():
-    """Jitted straight-line programs compute into buffers pyree allocates, as on CUDA."""
+def caller_storage(monkeypatch):
+    """Jitted straight-line programs and eager kernels compute into buffers pyree allocates,
+    as on CUDA (eager kernels compiled before are set aside)."""
+    from pyree.transpiler import eager
+    monkeypatch.setattr(eager, "_kernels", {})
     added = "cpu" not in executable.CALLER_STORAGE_PLATFORMS
     executable.CALLER_STORAGE_PLATFORMS.add("cpu")
-    yield
+    yield eager._kernels
     if added:
         executable.CALLER_STORAGE_PLATFORMS.discard("cpu")
 
@@ -142,3 +145,16 @@ def test_cuda_straight_line_program_queues_no_allocation():
     assert "hal.device.queue.execute" in main
     assert "queue.alloca" not in main and "queue.dealloca" not in main
     assert "iree.abi.transients.size.constant" in hal
+
+
+def test_eager_kernels_in_caller_storage(caller_storage):
+    x = np.random.default_rng(2).normal(size=(3, 40)).astype(np.float32)
+    a = jnp.asarray(x)
+    np.testing.assert_allclose(np.asarray(jnp.exp(a).sum(axis=1)), np.exp(x).sum(axis=1),
+                               rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(a[1:, ::3]), x[1:, ::3])
+    np.testing.assert_allclose(np.asarray(a @ a.T), x @ x.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(np.asarray(abs(a * 3).astype(np.uint8) + np.uint8(250)),
+                                  np.abs(x * 3).astype(np.uint8) + np.uint8(250))
+    np.testing.assert_array_equal(np.asarray(jnp.sort(a, axis=1)), np.sort(x, axis=1))
+    assert caller_storage and all(k.caller_storage for k in caller_storage.values())

@@ -18,13 +18,13 @@ from pyree.dtypes import bfloat16
 from pyree.runtime import compile as rcompile
 from pyree.runtime.array import Array, device_put_numpy
 from pyree.runtime.device import Device, default_device, iree_runtime
-from pyree.runtime.executable import Executable
+from pyree.runtime.executable import CALLER_STORAGE_PLATFORMS, Executable
 
 from . import nan_check
 from . import primitives as P
 from .ir import ShapedArray
 from . import eager_warmup
-from .lower import lower_primitive_dynamic, sum_block
+from .lower import lower_primitive_dynamic, sum_block, takes_caller_storage
 from .trace import TypedScalar, abstract_eval, canonicalize_array, effectful_primitives, get_aval
 from .source import user_loc, where
 
@@ -67,13 +67,24 @@ def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[Shap
         static_params = dict(static)
         for name in dyn_counts:
             static_params[name] = params[name]
+        # Where IREE's own allocations would wait on the host (CUDA), the kernel computes into
+        # buffers pyree allocates (runtime/executable.py, CALLER_STORAGE_PLATFORMS). Its inputs
+        # need no wait on CUDA either: IREE's CUDA runtime allocates at once, so no input can
+        # be a buffer a queued call has still to allocate (ready_inputs, Executable).
         module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params, dyn_counts,
                                          platform=device.platform)
+        caller_storage = (device.platform in CALLER_STORAGE_PLATFORMS
+                          and takes_caller_storage(module))
+        if caller_storage:
+            module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params,
+                                             dyn_counts, platform=device.platform,
+                                             caller_storage=True)
         # compile_mlir makes concurrent requests for one module compile it once.
         vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
                                      cache_text=module.text_without_locations)
-        kernel = _kernels.setdefault(key, Executable(vmfb, module.function, device, avals_out,
-                                                     ready_inputs=True))
+        kernel = _kernels.setdefault(key, Executable(
+            vmfb, module.function, device, avals_out, ready_inputs=device.platform != "cuda",
+            caller_storage=caller_storage))
     return kernel
 
 

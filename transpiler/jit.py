@@ -30,7 +30,7 @@ from .convert import converted
 from .operators import Undefined
 from .eager import operands_device, to_array
 from .ir import ClosedIR, ShapedArray
-from .lower import LoweredModule, lower_closed_ir
+from .lower import LoweredModule, lower_closed_ir, takes_caller_storage
 from .source import where
 from .trace import Tracer, _state, canonicalize_array, current_builder, get_aval, trace_to_ir
 
@@ -491,14 +491,9 @@ def compile_closed_ir(closed: ClosedIR, out_tree, device: Device,
     lowered = lowered or lower_closed_ir(closed, platform=device.platform)
     module = lowered
     # Straight-line programs compute into buffers pyree allocates where the device's own
-    # allocations would block (runtime/executable.py). A program with loops or conditionals
-    # waits on the host for each condition anyway, and with it IREE 3.13 failed to compile
-    # a scan for CUDA ("failed to distribute"); one calling the host (callbacks) is refused
-    # ("function contains function calls, which are not supported by EmplaceTransientsPass").
-    text = lowered.text_without_locations
+    # allocations would block (runtime/executable.py).
     caller_storage = (device.platform in CALLER_STORAGE_PLATFORMS
-                      and not any(construct in text for construct in (
-                          "stablehlo.while", "stablehlo.if", "stablehlo.case", " call @")))
+                      and takes_caller_storage(lowered))
     if caller_storage:
         module = lower_closed_ir(closed, platform=device.platform, caller_storage=True)
     vmfb = rcompile.compile_mlir(module.text, device.compile_flags,

@@ -392,6 +392,18 @@ def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool) -> L
         return _finish_module(module, function)
 
 
+def takes_caller_storage(module: LoweredModule) -> bool:
+    """Whether a lowered module may take caller storage (``lower_closed_ir``): a straight-line
+    program. One with loops or conditionals waits on the host for each condition anyway, and
+    with the annotations IREE 3.13 failed to compile a scan for CUDA ("failed to distribute")
+    and float64 sines ("explicit execution regions must only contain explicit ops"); one calling
+    the host (callbacks) is refused ("function contains function calls, which are not
+    supported by EmplaceTransientsPass")."""
+    text = module.text_without_locations
+    return not any(construct in text for construct in (
+        "stablehlo.while", "stablehlo.if", "stablehlo.case", " call @"))
+
+
 def _into_caller_storage(value, storage, scratch):
     """``value`` computed into the caller's buffer ``storage``, the intermediate values it
     needs placed in the caller's buffer ``scratch``.
@@ -400,24 +412,22 @@ def _into_caller_storage(value, storage, scratch):
     allocation or deallocation is ordered after ("The CUDA HAL is not currently asynchronous",
     cuda_device.c): a function allocating its results and intermediates that way returned only
     once the GPU had finished (three 8192^2 matmuls: returned after 44 ms of 44 ms, H100). With
-    both in the caller's buffers the function only queues its work."""
+    both in the caller's buffers the function only queues its work. (Unsigned values go through
+    as signless bits: IREE has no rule for a hal.tensor.alias of unsigned ones, "failed to
+    legalize operation 'hal.tensor.alias'".)"""
     ir = mlir()
+    original_type = value.type
+    value = signless(value)
     tensor = ir.RankedTensorType(value.type)
-    element = tensor.element_type
-    unsigned = isinstance(element, ir.IntegerType) and element.is_unsigned
-    if unsigned:
-        # IREE makes integers signless after the input's types, and has no rule for a
-        # hal.tensor.alias of unsigned ones ("failed to legalize operation 'hal.tensor.alias'"):
-        # the same bits as signless around the two annotations.
-        signless = ir.RankedTensorType.get(tensor.shape,
-                                           ir.IntegerType.get_signless(element.width))
-        value = hlo("bitcast_convert", signless, value)
+    dims = [op("tensor.dim", [ir.IndexType.get()], [value, index_constant(axis)]).result
+            for axis, size in enumerate(tensor.shape) if ir.ShapedType.is_dynamic_size(size)]
     aliased = ir.Operation.create(
-        "hal.tensor.alias", results=[value.type], operands=[value, storage],
-        attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 1, 0])}).result
+        "hal.tensor.alias", results=[value.type], operands=[value, *dims, storage],
+        attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, len(dims), 1, 0])}
+    ).result
     placed = ir.Operation.create("hal.tensor.transients", results=[value.type],
-                                 operands=[aliased, scratch]).result
-    return hlo("bitcast_convert", tensor, placed) if unsigned else placed
+                                 operands=[aliased, *dims, scratch]).result
+    return bitcast_to(placed, original_type)
 
 
 def lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]],
@@ -457,19 +467,23 @@ def _lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]])
 
 def lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
                             avals_out: Sequence[ShapedArray], params: dict,
-                            dyn_params: dict[str, int], platform: str = "cpu") -> LoweredModule:
+                            dyn_params: dict[str, int], platform: str = "cpu",
+                            caller_storage: bool = False) -> LoweredModule:
     """One primitive as a module whose tensors have unknown dimensions (for eager mode).
 
     ``dyn_params`` maps a param name to how many i64 values it contributes; they follow the
-    tensor arguments in the function signature, in that order.
+    tensor arguments in the function signature, in that order. With ``caller_storage``, then a
+    ``!hal.buffer`` per output and one for intermediates (see ``lower_closed_ir``).
     """
     with _lowering_for(platform):
-        return _lower_primitive_dynamic(primitive, avals_in, avals_out, params, dyn_params)
+        return _lower_primitive_dynamic(primitive, avals_in, avals_out, params, dyn_params,
+                                        caller_storage)
 
 
 def _lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
                              avals_out: Sequence[ShapedArray], params: dict,
-                             dyn_params: dict[str, int]) -> LoweredModule:
+                             dyn_params: dict[str, int],
+                             caller_storage: bool = False) -> LoweredModule:
     ir_module = mlir()
     from iree.compiler.dialects import func
 
@@ -479,18 +493,25 @@ def _lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
         n_ints = sum(dyn_params.values())
         arg_types = [tensor_type(a, True) for a in avals_in] + [i64] * n_ints
         out_types = [tensor_type(a, True) for a in avals_out]
+        if caller_storage:
+            arg_types += [ir_module.Type.parse("!hal.buffer")] * (len(out_types) + 1)
         with ir_module.InsertionPoint(module.body):
             fn = func.FuncOp("main", ir_module.FunctionType.get(arg_types, out_types))
             block = fn.add_entry_block()
             with ir_module.InsertionPoint(block):
                 args = list(block.arguments)
-                tensors, ints = args[:len(avals_in)], args[len(avals_in):]
+                tensors = args[:len(avals_in)]
+                ints = args[len(avals_in):len(avals_in) + n_ints]
                 dyn, pos = {}, 0
                 for name, count in dyn_params.items():
                     dyn[name] = ints[pos:pos + count]
                     pos += count
                 ctx = RuleContext(Lowering(dynamic=True), avals_in, avals_out, dyn)
                 outs = apply_rule(lowering_rules[primitive], primitive, ctx, tensors, params)
+                if caller_storage:
+                    *storage, scratch = args[len(avals_in) + n_ints:]
+                    outs = [_into_caller_storage(o, buffer, scratch)
+                            for o, buffer in zip(outs, storage)]
                 func.ReturnOp(outs)
         return _finish_module(module, "main")
 
