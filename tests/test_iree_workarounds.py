@@ -202,7 +202,10 @@ def test_batched_product_of_a_reducing_producer():
 @pytest.mark.xfail(strict=True, raises=IndexError, reason=(
     "regression of lower.own_buffers (543a8d1), not yet understood: three float32 solves in "
     "one jitted program fail at run time with IREE 3.13's 'indirect buffer reference slot 0 "
-    "is out range'; passes before 543a8d1"))
+    "is out range'; passes before 543a8d1. Bisected: it takes both the body barriers and the "
+    "copies of constant initial carries (either alone passes; dropping the constant copies "
+    "breaks reverse-over-reverse through a while and a pivoting LU); distinct tags per copy "
+    "did not help"))
 def test_three_solves_in_one_program():
     from pyree.scipy import linalg as sla
     rng = np.random.RandomState(2)
