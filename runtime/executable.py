@@ -7,6 +7,7 @@ next call waits on it on the device, not in Python.
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 import weakref
@@ -304,8 +305,10 @@ def _storage_sizes(avals: Sequence[ShapedArray], scratch: int) -> list[int]:
 
 # Platforms whose jitted functions without control flow compute into buffers pyree allocates
 # (transpiler/lower.py, _into_caller_storage): on CUDA the function's own queue allocations
-# made each call wait for the GPU. Tests add "cpu", which runs the same path.
-CALLER_STORAGE_PLATFORMS = {"cuda"}
+# made each call wait for the GPU. Tests add "cpu", which runs the same path;
+# PYREE_CALLER_STORAGE_PLATFORMS (comma-separated) sets them for experiments.
+CALLER_STORAGE_PLATFORMS = set(
+    p for p in os.environ.get("PYREE_CALLER_STORAGE_PLATFORMS", "cuda").split(",") if p)
 
 
 def _scratch_size(fn, module) -> int | Any:
