@@ -23,19 +23,21 @@ def cpu_only(reason: str):
     return pytest.mark.skipif(not ON_CPU, reason=f"CPU backend only: {reason}")
 
 
+def _configured(name: str, value):
+    """A fixture's body: config option ``name`` set to ``value`` for the test, then restored."""
+    saved = getattr(pyree.config, name)
+    pyree.config.update(name, value)
+    yield
+    pyree.config.update(name, saved)
+
+
 @pytest.fixture
 def jax_default_matmul_precision():
     """The default matmul precision JAX has (None) for the test, whatever the suite set."""
-    saved = pyree.config.default_matmul_precision
-    pyree.config.update("default_matmul_precision", None)
-    yield
-    pyree.config.update("default_matmul_precision", saved)
+    yield from _configured("default_matmul_precision", None)
 
 
 @pytest.fixture
 def x64():
     """64-bit types on for the test, restored after it."""
-    saved = pyree.config.enable_x64
-    pyree.config.update("enable_x64", True)
-    yield
-    pyree.config.update("enable_x64", saved)
+    yield from _configured("enable_x64", True)
