@@ -37,6 +37,15 @@ def iree_runtime():
             rt.flags.parse_flags(f"--task_topology_group_count={int(workers)}")
         except ValueError:
             pass  # flags already fixed by a device created before pyree was imported
+        # The user's runtime flags, before any device exists (IREE's drivers read their
+        # flags when they create a device).
+        flags = str(config.runtime_flags or "").split()
+        if flags:
+            try:
+                rt.flags.parse_flags(*flags)
+            except Exception as e:
+                raise ValueError(f"IREE's runtime rejected pyree.config.runtime_flags "
+                                 f"{' '.join(flags)!r}: {e}") from None
         _rt = rt
     return _rt
 
@@ -151,22 +160,6 @@ def _read_by_copy(buffer, shape: tuple, dtype: np.dtype, hal) -> np.ndarray:
                     copy=True)
     del mapping
     return host
-
-
-_runtime_flags_parsed: list = []
-
-
-def _parse_runtime_flags(rt) -> None:
-    """Hand ``config.runtime_flags`` to IREE's runtime, once, before a device is created
-    (IREE's drivers read their flags when they create a device)."""
-    flags = tuple(str(config.runtime_flags or "").split())
-    if flags and not _runtime_flags_parsed:
-        try:
-            rt.flags.parse_flags(*flags)
-        except Exception as e:
-            raise ValueError(f"IREE's runtime rejected pyree.config.runtime_flags "
-                             f"{' '.join(flags)!r}: {e}") from None
-    _runtime_flags_parsed.append(flags)
 
 
 def _allocators(platform: str) -> list[str]:
@@ -345,7 +338,6 @@ class Device:
                 hal = self._hal.get(driver)
                 if hal is None:
                     rt = iree_runtime()
-                    _parse_runtime_flags(rt)
                     try:
                         hal = rt.get_driver(driver).create_default_device(
                             allocators=_allocators(self.platform))
