@@ -1538,8 +1538,18 @@ def _pad_rule(ctx: RuleContext, x, padding_value, *, padding_config):
     if ctx.dynamic:
         return _dynamic_pad(ctx, x, padding_value, ctx.dyn["padding_config"])
     lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
-    return hlo("pad", ctx.out_type(), x, padding_value, edge_padding_low=i64_array(lo),
-               edge_padding_high=i64_array(hi), interior_padding=i64_array(interior))
+    config = dict(edge_padding_low=i64_array(lo), edge_padding_high=i64_array(hi),
+                  interior_padding=i64_array(interior))
+    if ctx.avals_out[0].dtype == np.complex128:
+        # IREE 3.13 fills a complex128 pad with a 128-bit integer splat, which it cannot
+        # compile ("'stream.async.splat' op operand #0 must be ... integer, but got 'i128'"):
+        # pad the two float64 parts.
+        out_part, x_part, value_part = (ctx.type(a.update(dtype=_F64))
+                                        for a in [ctx.avals_out[0], *ctx.avals_in])
+        parts = [hlo("pad", out_part, hlo(name, x_part, x), hlo(name, value_part, padding_value),
+                     **config) for name in ("real", "imag")]
+        return hlo("complex", ctx.out_type(), *parts)
+    return hlo("pad", ctx.out_type(), x, padding_value, **config)
 
 
 lowering_rules[P.pad_p] = _pad_rule
@@ -1826,7 +1836,7 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
     if not narrow and _splits_float32(ctx, precision):
         return _bf16_split_product(ctx, lhs, rhs, lambda a, b: op(
             "stablehlo.dot_general", [ctx.out_type()], [a, b], attributes).result)
-    if not narrow:
+    if not narrow and out_aval.dtype.kind != "c":
         from pyree.runtime.compile import DATA_TILING_MARK
         # Only a product with two non-trivial free sides gains from IREE's data tiling; a
         # module without one compiles without it (see runtime/compile.py, prepare_module).
