@@ -268,6 +268,13 @@ abstract_eval_rules[scan_p] = _scan_abstract_eval
 # is kept below a size budget, which bounds the growth of compile time.
 SCAN_CHUNK_MAX = 16
 SCAN_UNROLLED_EQNS = 256
+# IREE fuses the unrolled steps of an elementwise body (a scalar Newton iteration) into one
+# dispatch that writes each step's row of each stacked output through a buffer binding of its
+# own: 30 steps of such a body under grad (7 stacked residuals, 14 steps left over) made a
+# dispatch of 86 bindings, more than IREE's CPU runtime takes (32; CUDA's: 16). Rows per chunk
+# are kept to a number that fits beside the dispatch's inputs.
+SCAN_ROWS_PER_CHUNK = {"cuda": 8}
+SCAN_ROWS_PER_CHUNK_DEFAULT = 24
 
 
 def region_size(ir: IR) -> int:
@@ -282,10 +289,13 @@ def region_size(ir: IR) -> int:
     return total
 
 
-def scan_chunk(body: IR, length: int) -> int:
-    """Steps per loop iteration for a scan of ``length`` steps of ``body``."""
-    k = max(1, min(SCAN_CHUNK_MAX, SCAN_UNROLLED_EQNS // max(1, region_size(body))))
-    return min(k, max(length, 1))
+def scan_chunk(body: IR, length: int, num_ys: int = 0, platform: str = "cpu") -> int:
+    """Steps per loop iteration for a scan of ``length`` steps of ``body`` stacking ``num_ys``
+    outputs, compiled for ``platform``."""
+    rows = SCAN_ROWS_PER_CHUNK.get(platform, SCAN_ROWS_PER_CHUNK_DEFAULT)
+    k = min(SCAN_CHUNK_MAX, SCAN_UNROLLED_EQNS // max(1, region_size(body)),
+            rows // max(1, num_ys))
+    return min(max(1, k), max(length, 1))
 
 
 def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_consts, num_carry):
@@ -303,7 +313,7 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
     if length == 0:  # no step runs (and a step's size-1 slice of an empty xs would not verify)
         return init + [hlo("broadcast_in_dim", tensor_type(a), scalar_like(0, a.dtype),
                            broadcast_dimensions=i64_array([])) for a in y_avals]
-    k = scan_chunk(body, length)
+    k = scan_chunk(body, length, len(y_avals), ctx.lowering.platform)
     n_chunks, n_left = divmod(length, k)
     views = ctx.lowering._input_views
     carries_alias = any(v in views for v in init)
