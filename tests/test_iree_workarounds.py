@@ -199,6 +199,59 @@ def test_batched_product_of_a_reducing_producer():
                                atol=1e-6)
 
 
+def test_complex_matrix_products_under_jit():
+    # IREE 3.13 fails to data-tile a complex contraction ("'vector.transfer_read' op requires
+    # valid padding vector elemental type"); complex products compile without the mark.
+    rng = np.random.default_rng(0)
+
+    def random_complex(*shape):
+        return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(np.complex64)
+
+    a, b = random_complex(24, 33), random_complex(33, 17)
+    batch_a, batch_b = random_complex(3, 8, 5), random_complex(3, 5, 6)
+    product, batched = pyree.jit(lambda a, b, c, d: (a @ b, jnp.einsum("bij,bjk->bik", c, d)))(
+        a, b, batch_a, batch_b)
+    exact = a.astype(np.complex128) @ b
+    assert product.dtype == np.complex64
+    np.testing.assert_allclose(product, exact, atol=1e-5 * np.abs(exact).max())
+    np.testing.assert_allclose(batched, batch_a.astype(np.complex128) @ batch_b, atol=1e-5)
+    # JAX's gradient of a real function of complex a: 2 conj(a b) b^T for sum |a b|^2.
+    grad = pyree.jit(pyree.grad(lambda a: jnp.sum(jnp.abs(a @ b) ** 2)))(a)
+    np.testing.assert_allclose(grad, 2 * exact.conj() @ b.T, atol=1e-4 * np.abs(exact).max())
+
+
+def test_complex_of_products_and_a_complex128_pad(x64):
+    # A complex op reading a data-tiled product in its dispatch failed to compile (the same
+    # "valid padding vector elemental type"; special._complex_lowering), and a complex128 pad
+    # made a 128-bit splat IREE cannot compile (lower._pad_rule).
+    rng = np.random.default_rng(1)
+    a, m = rng.random((64, 100)).astype(np.float32), rng.random((100, 100)).astype(np.float32)
+    z = pyree.jit(lambda a, m: lax.complex(a @ m, a @ m * 2))(a, m)
+    np.testing.assert_allclose(z, (a @ m) * (1 + 2j), rtol=1e-4)
+    x = np.array([1 + 2j, -3j, 4.0])
+    padded = pyree.jit(lambda x: lax.pad(x, 1j, [(1, 2, 1)]))(x)
+    np.testing.assert_array_equal(padded, [1j, 1 + 2j, 1j, -3j, 1j, 4, 1j, 1j])
+
+
+def test_gradient_of_a_scalar_fori_loop():
+    # IREE fused the unrolled steps of the counted loop's stacked residuals into one dispatch
+    # of 86 buffer bindings (runtime limit 32): control_flow.SCAN_ROWS_PER_CHUNK.
+    def iterate(a, cos):
+        x = 1.0 * a
+        for _ in range(30):
+            x = x - 0.1 * (x * x - a) / (1.0 + 0.01 * x * x) * cos(0.01 * x)
+        return x
+
+    def f(a):
+        return lax.fori_loop(0, 30, lambda i, x: x - 0.1 * (x * x - a) / (1.0 + 0.01 * x * x)
+                             * jnp.cos(0.01 * x), 1.0 * a)
+
+    h = 1e-6
+    slope = (iterate(1.7 + h, np.cos) - iterate(1.7 - h, np.cos)) / (2 * h)
+    np.testing.assert_allclose(float(pyree.jit(pyree.grad(f))(1.7)), slope, rtol=1e-4)
+    np.testing.assert_allclose(float(pyree.jit(f)(1.7)), iterate(1.7, np.cos), rtol=1e-6)
+
+
 @pytest.mark.xfail(strict=True, raises=IndexError, reason=(
     "regression of lower.own_buffers (543a8d1), not yet understood: three float32 solves in "
     "one jitted program fail at run time with IREE 3.13's 'indirect buffer reference slot 0 "
