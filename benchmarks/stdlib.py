@@ -1,5 +1,5 @@
 """The stdlib's heavier functions, pyree against JAX and NumPy: sort, gather and scatter-add,
-2-D convolution, cumulative sum, batched linear solves, einsum; and random.normal.
+2-D convolution, cumulative sum, batched linear solves, einsum, FFTs; and random.normal.
 
     python benchmarks/stdlib.py             # these benchmarks alone (not part of run.py)
 
@@ -109,6 +109,19 @@ def bench_einsum(rounds: int) -> dict:
                   numpy_fn, rounds, rtol=1e-3, atol=1e-3)
 
 
+def bench_fft(rounds: int, real: bool) -> dict:
+    """64 transforms of 4096 points (pyree: two passes of 64-point DFTs as real matrix
+    products); NumPy's pocketfft computes complex64 and float32 input in single precision."""
+    shape = (64, 4096)
+    if real:
+        x = RNG.randn(*shape).astype(np.float32)
+        return _bench(lambda lib, jnp, lax: jnp.fft.rfft, (x,), np.fft.rfft, rounds,
+                      rtol=1e-3, atol=1e-2)
+    x = (RNG.randn(*shape) + 1j * RNG.randn(*shape)).astype(np.complex64)
+    return _bench(lambda lib, jnp, lax: jnp.fft.fft, (x,), np.fft.fft, rounds, rtol=1e-3,
+                  atol=1e-2)
+
+
 def bench_random_normal(rounds: int) -> dict:
     """random.normal(key, (1000, 1000)) jitted; NumPy's Generator.standard_normal for scale.
     pyree's values are checked against JAX's (same key: the same bits)."""
@@ -136,6 +149,8 @@ def benchmarks(rounds: int) -> list:
         ("cumsum 1M f32", lambda: bench_cumsum(rounds), 0),
         ("linalg.solve 100 x 64x64", lambda: bench_solve(rounds), 0),
         ("einsum bij,bjk->bik 64x128x64", lambda: bench_einsum(rounds), 0),
+        ("fft.fft 64 x 4096 c64", lambda: bench_fft(rounds, real=False), 0),
+        ("fft.rfft 64 x 4096 f32", lambda: bench_fft(rounds, real=True), 0),
         ("random.normal(key, (1000, 1000))", lambda: bench_random_normal(rounds), 1.5),
     ]
 

@@ -507,6 +507,7 @@ from ._lax_gather import *  # noqa: E402,F401,F403
 from ._lax_sort import *  # noqa: E402,F401,F403
 from ._lax_windows import *  # noqa: E402,F401,F403
 from ._lax_extra import *  # noqa: E402,F401,F403
+from ._lax_fft import *  # noqa: E402,F401,F403
 from ._custom_derivatives import stop_gradient  # noqa: E402
 
 

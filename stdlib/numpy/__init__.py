@@ -28,7 +28,7 @@ from ._ufuncs import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
 from ._windows import *  # noqa: F401,F403
 from ._misc import *  # noqa: F401,F403
-from . import linalg
+from . import fft, linalg
 from ._util import broadcast_shapes
 
 _array_methods.install()

@@ -13,8 +13,8 @@ swapped when ``in2`` is the larger one in every dimension; mixed sizes are an er
 ``correlate(a, b)`` is ``convolve(a, flip(conj(b)))``; ``correlate2d`` keeps SciPy's own
 conventions ('same' centred one element later along axes where the kernel size is even, and
 conjugated 'valid' results when the inputs swap). Integers and booleans convolve in floating
-point, as in JAX. Every function is one direct ``lax.conv_general_dilated`` (exact; pyree has
-no FFT, so ``fftconvolve`` computes the same values directly).
+point, as in JAX. Every function is one direct ``lax.conv_general_dilated`` (exact;
+``fftconvolve`` computes the same values directly, not through ``jnp.fft``).
 """
 from __future__ import annotations
 
