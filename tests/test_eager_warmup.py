@@ -16,10 +16,12 @@ pytestmark = cpu_only("eager kernels are compiled ahead for the CPU only")
 
 def test_recorded_kernels_are_eager_kernels():
     texts = eager_warmup.kernels()
-    assert len(texts) > 50
+    assert len(texts) > 50 and len(set(texts)) == len(texts)
+    polymorphic = 0
     for text in texts:
-        signature = text.split("func.func", 1)[1].split("{", 1)[0]
-        assert "?" in signature, signature   # shape-polymorphic
+        assert rcompile._can_bundle(text), text   # one function, @main
+        polymorphic += "?" in text.split("func.func", 1)[1].split("{", 1)[0]
+    assert polymorphic > len(texts) / 2   # most of them shape-polymorphic (scalars are not)
 
 
 def test_compiled_kernels_are_what_eager_calls_find(tmp_path, monkeypatch):
@@ -39,6 +41,54 @@ def test_compiled_kernels_are_what_eager_calls_find(tmp_path, monkeypatch):
     assert rcompile.CompileStats.compiled == before[0]
 
 
+def _unary_float32_kernels(*ops: str) -> list[str]:
+    """The recorded eager kernels of these elementwise float32 operations."""
+    return [next(t for t in eager_warmup.kernels() if f"stablehlo.{op} %arg0 : tensor<?xf32>" in t)
+            for op in ops]
+
+
+def test_kernels_compiled_in_one_bundle_are_found_one_by_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(pyree.config, "cache_dir", str(tmp_path))
+    rcompile.clear_memory_cache()
+    monkeypatch.setattr(eager, "_kernels", {})
+    texts = _unary_float32_kernels("tanh", "log")
+    flags = Device("cpu").compile_flags
+    assert rcompile.compile_bundle(texts, flags) == 2
+    assert rcompile.compile_bundle(texts, flags) == 0   # in the cache already
+    rcompile.clear_memory_cache()
+    before = (rcompile.CompileStats.compiled, rcompile.CompileStats.disk_hits)
+    x = np.linspace(0.5, 1, 7, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(jnp.tanh(jnp.asarray(x))), np.tanh(x), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jnp.log(jnp.asarray(x))), np.log(x), rtol=1e-6)
+    assert rcompile.CompileStats.disk_hits == before[1] + 2
+    assert rcompile.CompileStats.compiled == before[0]
+    # compile_mlir answers with a module whose function is the caller's @main, not the bundle.
+    bundle, name = rcompile.compile_function(texts[1], flags, "main")
+    assert name == "k1"
+    assert rcompile.compile_mlir(texts[1], flags) != bundle
+    assert rcompile.compile_function(texts[1], flags, "main")[1] == "main"
+
+
+def test_damaged_bundle_is_recompiled(tmp_path, monkeypatch):
+    monkeypatch.setattr(pyree.config, "cache_dir", str(tmp_path))
+    rcompile.clear_memory_cache()
+    monkeypatch.setattr(eager, "_kernels", {})
+    texts = _unary_float32_kernels("tanh", "log")
+    flags = Device("cpu").compile_flags
+    rcompile.compile_bundle(texts, flags)
+    prepared = [rcompile.prepare_module(t, flags) for t in texts]
+    bundle = rcompile._disk_path(rcompile.cache_key(
+        rcompile.bundle_text([t for t, _ in prepared]), prepared[0][1]))
+    with open(bundle, "r+b") as f:
+        f.seek(100)
+        f.write(b"garbage")
+    rcompile.clear_memory_cache()
+    before = rcompile.CompileStats.compiled
+    x = np.linspace(0.5, 1, 7, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(jnp.log(jnp.asarray(x))), np.log(x), rtol=1e-6)
+    assert rcompile.CompileStats.compiled == before + 1
+
+
 def test_background_start_once_per_cache_directory(tmp_path, monkeypatch):
     monkeypatch.setattr(pyree.config, "cache_dir", str(tmp_path))
     monkeypatch.setattr(pyree.config, "eager_warmup", True)
@@ -54,3 +104,20 @@ def test_background_start_once_per_cache_directory(tmp_path, monkeypatch):
     monkeypatch.setattr(pyree.config, "cache_dir", str(tmp_path / "other"))
     assert not eager_warmup.start_in_background()
     assert Device("cpu").compile_flags   # (the flags compile_all uses)
+
+
+def test_recording_the_kernels_programs_use(tmp_path):
+    import gzip
+    import json
+    import subprocess
+    import sys
+    program = "import pyree.numpy as jnp; print(float(jnp.sin(jnp.ones(3) * 2.0).sum()))"
+    out = tmp_path / "kernels.json.gz"
+    done = subprocess.run([sys.executable, "-m", "pyree.transpiler.eager_warmup", "--record",
+                           str(out), "--min-users", "1", "--", sys.executable, "-c", program],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    texts = json.load(gzip.open(out, "rt"))
+    # sin is computed by its own float32 polynomial (float32_math.py), then summed
+    assert any("stablehlo.round_nearest_even" in t for t in texts)
+    assert any("stablehlo.reduce" in t for t in texts) and all(map(rcompile._can_bundle, texts))

@@ -79,11 +79,14 @@ def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[Shap
             module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params,
                                              dyn_counts, platform=device.platform,
                                              caller_storage=True)
-        # compile_mlir makes concurrent requests for one module compile it once.
-        vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
-                                     cache_text=module.text_without_locations)
+        # Concurrent requests for one module compile it once. The answer may be a bundle of
+        # kernels the warm-up compiled together (eager_warmup.py), holding this one by another
+        # name.
+        vmfb, function = rcompile.compile_function(module.text, device.compile_flags,
+                                                   module.function,
+                                                   cache_text=module.text_without_locations)
         kernel = _kernels.setdefault(key, Executable(
-            vmfb, module.function, device, avals_out, ready_inputs=device.platform != "cuda",
+            vmfb, function, device, avals_out, ready_inputs=device.platform != "cuda",
             caller_storage=caller_storage))
     return kernel
 
