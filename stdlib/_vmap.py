@@ -104,13 +104,20 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
             raise ValueError(f"vmap in_axes do not match the arguments{where(None)}")
         names = _leaf_names(fun, args, kwargs)
         dims, size = _check_axes(leaves, dims, names, axis_size)
+        # Python scalars that are not mapped reach ``fun`` unchanged, as in JAX (a jitted
+        # callee can take them as static arguments); the other leaves are traced.
+        static = tuple((i, leaf) for i, (leaf, d) in enumerate(zip(leaves, dims))
+                       if d is None and type(leaf) in (int, float, bool, complex))
+        if static:
+            passed = {i for i, _ in static}
+            leaves = [leaf for i, leaf in enumerate(leaves) if i not in passed]
+            dims = [d for i, d in enumerate(dims) if i not in passed]
         if isinstance(fun, JitFunction) and not _tracing():
             # A jitted function: batch it and compile the batched program as one.
             from pyree._api import jit
-            batched = jit(functools.partial(_batched_call, fun._fun, in_tree, dims, size,
-                                            axis_name, out_axes))
-            return batched(*leaves)
-        return _batched_call(fun, in_tree, dims, size, axis_name, out_axes, *leaves)
+            return jit(functools.partial(_batched_call, fun._fun, in_tree, static, dims, size,
+                                         axis_name, out_axes))(*leaves)
+        return _batched_call(fun, in_tree, static, dims, size, axis_name, out_axes, *leaves)
 
     return vmapped
 
@@ -120,15 +127,20 @@ def _tracing() -> bool:
     return bool(_state.builders)
 
 
-def _batched_call(fun: Callable, in_tree: Any, dims: list, size: int,
+def _batched_call(fun: Callable, in_tree: Any, static: tuple, dims: list, size: int,
                   axis_name: Optional[Hashable], out_axes: Any, *leaves: Any) -> Any:
+    """``fun`` batched over ``leaves`` (axes ``dims``); ``static``: (position, value) of the
+    leaves passed unchanged."""
     from pyree.transpiler.convert import converted
     from pyree.transpiler.trace import trace_to_ir
     fn = converted(fun)
     box: dict = {}
 
     def flat(*xs):
-        args, kwargs = tree_util.tree_unflatten(in_tree, list(xs))
+        xs = list(xs)
+        for i, value in static:
+            xs.insert(i, value)
+        args, kwargs = tree_util.tree_unflatten(in_tree, xs)
         out_leaves, box["tree"] = tree_util.tree_flatten(fn(*args, **kwargs))
         return out_leaves
 

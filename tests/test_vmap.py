@@ -9,6 +9,8 @@ little; the ``jit`` compositions compile a program per shape and are kept few.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -851,3 +853,21 @@ def test_batch_size_0_updates():
     got = pyree.vmap(update, in_axes=(0, 0, 0))(np.zeros((0, 4, 3), F32), np.ones((0, 2, 3), F32),
                                                  np.zeros(0, I32))
     assert got.shape == (0, 4, 3)
+
+
+def test_unmapped_python_scalars_reach_the_function_unchanged():
+    # As in JAX: vmap(f, in_axes=(0, None))(x, 2) calls f with the int 2, so that it can be a
+    # static argument of a jitted callee (or a slice bound).
+    seen = []
+
+    def head(x, n):
+        seen.append(type(n))
+        return x[:n] * n
+
+    x = np.arange(15.0, dtype=np.float32).reshape(3, 5)
+    np.testing.assert_array_equal(pyree.vmap(head, in_axes=(0, None))(x, 2), x[:, :2] * 2)
+    assert seen == [int]
+    jitted = functools.partial(pyree.jit, static_argnames=["n"])(head)
+    np.testing.assert_array_equal(pyree.vmap(jitted, in_axes=(0, None))(x, 3), x[:, :3] * 3)
+    np.testing.assert_array_equal(pyree.jit(lambda x: pyree.vmap(head, (0, None))(x, 1))(x),
+                                  x[:, :1])
