@@ -1335,6 +1335,53 @@ def test_lax_scan_and_map(m, c0):
     assert_agree(jitted(lax_scans)(init, xs), want)
 
 
+@pytest.mark.parametrize("length", [1000, 1003])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_long_scans_run_in_blocks(length, reverse):
+    # A long scan with stacked outputs is lowered as a scan of blocks (control_flow's
+    # _blocked_scan: IREE copies a loop-carried stack whole at each update); the steps left over
+    # run before (reverse) or after the blocks.
+    rng = np.random.default_rng(length)
+    xs = {"a": rng.normal(size=(length, 3)).astype(np.float32),
+          "b": rng.uniform(0.5, 1.0, size=length).astype(np.float32)}
+    w = rng.normal(size=(3, 3)).astype(np.float32) / 3
+
+    def step(c, x):
+        c = jnp.tanh(c @ w + x["a"]) * x["b"]
+        return c, (c.sum(), c * 2)
+
+    c = np.ones(3)
+    sums, doubled = np.zeros(length), np.zeros((length, 3))
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        c = np.tanh(c @ w + xs["a"][i]) * xs["b"][i]
+        sums[i], doubled[i] = c.sum(), c * 2
+    got_c, (got_sums, got_doubled) = pyree.jit(
+        lambda xs: lax.scan(step, jnp.ones(3), xs, reverse=reverse))(xs)
+    np.testing.assert_allclose(got_c, c, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_sums, sums, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_doubled, doubled, rtol=1e-4, atol=1e-4)
+
+
+def test_gradient_of_a_long_scan():
+    # Forward residuals and backward cotangents both stacked in blocks (see above).
+    rng = np.random.default_rng(0)
+    xs = rng.uniform(0.5, 1.0, size=700).astype(np.float32)
+
+    def loss(w, xs):
+        return lax.scan(lambda c, x: (jnp.tanh(c * w * x + 0.1), c), 0.5, xs)[1].sum()
+
+    def numpy_loss(w):
+        c, total = 0.5, 0.0
+        for x in xs.astype(np.float64):
+            total += c
+            c = np.tanh(c * w * x + 0.1)
+        return total
+
+    h = 1e-5
+    slope = (numpy_loss(0.9 + h) - numpy_loss(0.9 - h)) / (2 * h)
+    np.testing.assert_allclose(float(pyree.jit(pyree.grad(loss))(0.9, xs)), slope, rtol=1e-3)
+
+
 def test_lax_bodies_get_python_control_flow_converted():
     def body(i, acc):
         if acc.sum() > 10:
