@@ -6,7 +6,9 @@ them compiled. The first program pays for them one by one, about half a second e
 program that starts with random initialisers and a few eager steps needs dozens: with an empty
 cache the programs of benchmarks/cold_start.py took 2.2-4.5x JAX's wall time, nearly all of it
 compiling. This module knows the kernels that programs commonly need (``eager_kernels.json.gz``,
-recorded from the test suite, those most test files use first) and compiles them
+recorded from tests/corpus and examples/; a list of the 581 kernels two or more of the whole
+suite's test files use made the cold start of benchmarks/cold_start.py slower, 2.3-2.5x JAX
+against 1.6-1.8x, as its compiling competes with the program's own) and compiles them
 into the disk cache in a background process, started when the first module no cache holds is
 compiled, once per cache directory. The program compiles what it needs meanwhile, on another
 core, and finds the rest ready. The background process runs at low priority and compiles the
@@ -14,7 +16,7 @@ kernels several to a module (runtime/compile.py's bundles: a third of the time e
 kernel's cache key (same text, flags and key as the program's own compile) names its bundle.
 
     python -m pyree.transpiler.eager_warmup            # compile them all now, in the foreground
-    python -m pyree.transpiler.eager_warmup --record out.json.gz [--min-users 2] -- pytest -q tests
+    python -m pyree.transpiler.eager_warmup --record out.json.gz --min-users 1 -- pytest -q tests/corpus
 
 ``PYREE_EAGER_WARMUP=0`` (or ``config.update("eager_warmup", False)``) turns it off.
 """
