@@ -1382,6 +1382,36 @@ def test_gradient_of_a_long_scan():
     np.testing.assert_allclose(float(pyree.jit(pyree.grad(loss))(0.9, xs)), slope, rtol=1e-3)
 
 
+def test_gradient_of_a_long_scan_with_many_stacked_rows():
+    # 4000 steps of an HMM forward pass: blocks of blocks of this crashed IREE's compiler
+    # (SIGSEGV); the blocking is one level deep.
+    rng = np.random.default_rng(1)
+    b = rng.uniform(0.5, 1.5, (20, 7)).astype(np.float32)
+    seq = np.arange(4000) % 7
+
+    def loss(b, seq):
+        def step(alpha, obs):
+            alpha = alpha * b[:, obs]
+            return alpha / alpha.sum(), alpha.sum()
+        alpha, sums = lax.scan(step, jnp.ones(20), seq)
+        return jnp.log(sums).sum()
+
+    def numpy_loss(b):
+        alpha, total = np.ones(20), 0.0
+        for obs in seq:
+            alpha = alpha * b[:, obs]
+            total += np.log(alpha.sum())
+            alpha = alpha / alpha.sum()
+        return total
+
+    grad = np.asarray(pyree.jit(pyree.grad(loss))(b, seq), np.float64)
+    direction = rng.normal(size=b.shape)
+    h = 1e-6
+    b64 = b.astype(np.float64)
+    slope = (numpy_loss(b64 + h * direction) - numpy_loss(b64 - h * direction)) / (2 * h)
+    np.testing.assert_allclose((grad * direction).sum(), slope, rtol=2e-3)
+
+
 def test_lax_bodies_get_python_control_flow_converted():
     def body(i, acc):
         if acc.sum() > 10:

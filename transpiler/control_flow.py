@@ -12,6 +12,7 @@ equation, so every region is a closed function of its inputs, as AD and batching
 """
 from __future__ import annotations
 
+import contextvars
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -314,8 +315,13 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
         return init + [hlo("broadcast_in_dim", tensor_type(a), scalar_like(0, a.dtype),
                            broadcast_dimensions=i64_array([])) for a in y_avals]
     k = scan_chunk(body, length, len(y_avals), ctx.lowering.platform)
-    if y_avals and length // k >= SCAN_BLOCKING_MIN_CHUNKS and not ctx.dynamic:
-        return _blocked_scan(ctx, operands, body, length, reverse, num_consts, num_carry, k)
+    if (y_avals and length // k >= SCAN_BLOCKING_MIN_CHUNKS and not ctx.dynamic
+            and not _in_blocked_scan.get()):
+        token = _in_blocked_scan.set(True)
+        try:
+            return _blocked_scan(ctx, operands, body, length, reverse, num_consts, num_carry, k)
+        finally:
+            _in_blocked_scan.reset(token)
     n_chunks, n_left = divmod(length, k)
     views = ctx.lowering._input_views
     carries_alias = any(v in views for v in init)
@@ -387,9 +393,10 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
 # step took 41 ms for 2000 steps and 686 ms for 8000; JAX is linear), so stacking L rows in
 # chunks of k steps copies L * L / k rows. A long scan runs instead as a scan of blocks of q
 # steps whose body is a scan of one block: L * (L / q + q / k) rows, least at q = sqrt(L k)
-# (8000 steps of k = 16: 0.36 M rows instead of 4 M). Blocks of blocks follow when even that
-# is long.
+# (8000 steps of k = 16: 0.36 M rows instead of 4 M). One level only: blocks of blocks (the
+# gradient of a 4000-step scan of 8 stacked rows a step) crashed IREE's compiler (SIGSEGV).
 SCAN_BLOCKING_MIN_CHUNKS = 32
+_in_blocked_scan = contextvars.ContextVar("pyree_in_blocked_scan", default=False)
 
 
 def _blocked_scan(ctx: RuleContext, operands: Sequence, body: IR, length: int, reverse: bool,
