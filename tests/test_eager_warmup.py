@@ -2,6 +2,7 @@
 kernels are eager kernels, compiling them fills the disk cache with exactly the entries eager
 calls look up, and the background process starts once per cache directory."""
 import numpy as np
+import pytest
 
 import pyree
 import pyree.numpy as jnp
@@ -47,10 +48,15 @@ def _unary_float32_kernels(*ops: str) -> list[str]:
             for op in ops]
 
 
-def test_kernels_compiled_in_one_bundle_are_found_one_by_one(tmp_path, monkeypatch):
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    """A fresh disk cache, nothing compiled in memory, no eager kernel loaded."""
     monkeypatch.setattr(pyree.config, "cache_dir", str(tmp_path))
     rcompile.clear_memory_cache()
     monkeypatch.setattr(eager, "_kernels", {})
+
+
+def test_kernels_compiled_in_one_bundle_are_found_one_by_one(empty_cache):
     texts = _unary_float32_kernels("tanh", "log")
     flags = Device("cpu").compile_flags
     assert rcompile.compile_bundle(texts, flags) == 2
@@ -69,10 +75,7 @@ def test_kernels_compiled_in_one_bundle_are_found_one_by_one(tmp_path, monkeypat
     assert rcompile.compile_function(texts[1], flags, "main")[1] == "main"
 
 
-def test_damaged_bundle_is_recompiled(tmp_path, monkeypatch):
-    monkeypatch.setattr(pyree.config, "cache_dir", str(tmp_path))
-    rcompile.clear_memory_cache()
-    monkeypatch.setattr(eager, "_kernels", {})
+def test_damaged_bundle_is_recompiled(empty_cache):
     texts = _unary_float32_kernels("tanh", "log")
     flags = Device("cpu").compile_flags
     rcompile.compile_bundle(texts, flags)

@@ -381,13 +381,7 @@ def fftshift(x: Any, axes: Union[None, int, Sequence[int]] = None) -> Any:
 
         jnp.fft.fftshift(jnp.fft.fftfreq(5))   # [-0.4, -0.2, 0., 0.2, 0.4]
     """
-    check_arraylike("jax.numpy.fft.fftshift", x)
-    x = asarray(x)
-    axes = _shift_axes(x, axes)
-    if not axes:
-        return x
-    shape = get_aval(x).shape
-    return roll(x, [shape[ax] // 2 for ax in axes], axes)
+    return _half_roll("fftshift", x, axes, 1)
 
 
 def ifftshift(x: Any, axes: Union[None, int, Sequence[int]] = None) -> Any:
@@ -397,10 +391,15 @@ def ifftshift(x: Any, axes: Union[None, int, Sequence[int]] = None) -> Any:
 
         jnp.fft.ifftshift(jnp.fft.fftshift(jnp.fft.fftfreq(5)))   # fftfreq(5)
     """
-    check_arraylike("jax.numpy.fft.ifftshift", x)
+    return _half_roll("ifftshift", x, axes, -1)
+
+
+def _half_roll(name: str, x: Any, axes: Union[None, int, Sequence[int]], sign: int) -> Any:
+    """``x`` rolled by ``sign * (n // 2)`` along each of ``axes``."""
+    check_arraylike(f"jax.numpy.fft.{name}", x)
     x = asarray(x)
     axes = _shift_axes(x, axes)
     if not axes:
         return x
     shape = get_aval(x).shape
-    return roll(x, [-(shape[ax] // 2) for ax in axes], axes)
+    return roll(x, [sign * (shape[ax] // 2) for ax in axes], axes)
