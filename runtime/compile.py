@@ -380,7 +380,8 @@ def compile_bundle(texts: Sequence[str], flags: Sequence[str]) -> int:
 
         compile_bundle(eager_kernel_texts, Device("cpu").compile_flags)
     """
-    groups: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+    # (key, module as IREE gets it, module as given) by the flags IREE gets
+    groups: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
     compiled = 0
     for text in texts:
         prepared, module_flags = prepare_module(text, flags)
@@ -388,28 +389,24 @@ def compile_bundle(texts: Sequence[str], flags: Sequence[str]) -> int:
         if _memory_cache.get(key) is not None or os.path.exists(_disk_path(key)):
             continue
         if _can_bundle(prepared) and config.disk_cache:
-            groups.setdefault(module_flags, []).append((key, prepared))
+            groups.setdefault(module_flags, []).append((key, prepared, text))
         else:
             compile_mlir(text, flags)
             compiled += 1
     for module_flags, members in groups.items():
-        if len(members) == 1:
-            compile_mlir(members[0][1], module_flags)
-            compiled += 1
-            continue
-        text = bundle_text([t for _, t in members])
-        payload, _ = _run_compiler(text, module_flags)
-        if payload is None:  # one member IREE refuses: each alone, as eager mode would
-            for _, member in members:
+        bundle = bundle_text([prepared for _, prepared, _ in members])
+        payload = _run_compiler(bundle, module_flags)[0] if len(members) > 1 else None
+        if payload is None:  # alone, or one member IREE refuses: each alone, as eager mode would
+            for _, _, text in members:
                 try:
-                    compile_mlir(member, module_flags)
+                    compile_mlir(text, flags)
                     compiled += 1
                 except CompileError:
                     pass
             continue
-        bundle_key = cache_key(text, module_flags)
+        bundle_key = cache_key(bundle, module_flags)
         _write_disk(bundle_key, payload)
-        for i, (key, _) in enumerate(members):
+        for i, (key, _, _) in enumerate(members):
             _write_disk(key, f"{bundle_key}\0k{i}".encode(), magic=_BUNDLED_MAGIC)
         CompileStats.compiled += len(members)
         compiled += len(members)

@@ -415,59 +415,56 @@ def _blocked_scan(ctx: RuleContext, operands: Sequence, body: IR, length: int, r
     def rows(aval: ShapedArray, n: int, *lead: int) -> ShapedArray:
         return aval.update(shape=lead + (n,) + aval.shape[1:])
 
-    eqns = []
-
-    def emit(primitive, inputs, params, out_avals):
+    def emit(eqns: list, primitive, inputs, params, out_avals) -> list:
         outs = [Var(a) for a in out_avals]
         eqns.append(Eqn(primitive, inputs, params, outs, None))
         return outs
 
-    def part(x, aval, start, stop):
-        if start == 0 and stop == aval.shape[0]:
-            return x
-        return emit(P.slice_p, [x], dict(
-            start_indices=(start,) + (0,) * (aval.ndim - 1),
-            limit_indices=(stop,) + aval.shape[1:], strides=(1,) * aval.ndim),
-            [rows(aval, stop - start)])[0]
-
-    def scan_eqn(consts, carry, xs, n, scan_body, y_out):
+    def scan_eqn(eqns, consts, carry, xs, n, scan_body, y_out):
         params = dict(body=scan_body, length=n, reverse=reverse, num_consts=num_consts,
                       num_carry=num_carry)
-        outs = emit(scan_p, list(consts) + list(carry) + list(xs), params, carry_avals + y_out)
+        outs = emit(eqns, scan_p, list(consts) + list(carry) + list(xs), params,
+                    carry_avals + y_out)
         return outs[:num_carry], outs[num_carry:]
 
     # The outer scan's body: one block of q steps.
     block_consts = [Var(a) for a in const_avals]
     block_carry = [Var(a) for a in carry_avals]
     block_xs = [Var(rows(a, q)) for a in x_avals]
-    outer_eqns, eqns = eqns, []
-    carry_out, ys_out = scan_eqn(block_consts, block_carry, block_xs, q, body,
+    block_eqns: list = []
+    carry_out, ys_out = scan_eqn(block_eqns, block_consts, block_carry, block_xs, q, body,
                                  [rows(a, q) for a in y_avals])
-    block_body = IR([], block_consts + block_carry + block_xs, eqns, carry_out + ys_out)
-    eqns = outer_eqns
+    block_body = IR([], block_consts + block_carry + block_xs, block_eqns, carry_out + ys_out)
+
+    eqns: list = []
+
+    def part(x, aval, start, stop):
+        if start == 0 and stop == aval.shape[0]:
+            return x
+        return emit(eqns, P.slice_p, [x], dict(
+            start_indices=(start,) + (0,) * (aval.ndim - 1),
+            limit_indices=(stop,) + aval.shape[1:], strides=(1,) * aval.ndim),
+            [rows(aval, stop - start)])[0]
 
     consts = [Var(a) for a in const_avals]
     init = [Var(a) for a in carry_avals]
     xs = [Var(a) for a in x_avals]
-    main_xs = [emit(P.reshape_p, [part(x, a, 0, blocks * q)], dict(new_sizes=(blocks, q) + a.shape[1:]),
-                    [rows(a, q, blocks)])[0] for x, a in zip(xs, x_avals)]
+    main_xs = [emit(eqns, P.reshape_p, [part(x, a, 0, blocks * q)],
+                    dict(new_sizes=(blocks, q) + a.shape[1:]), [rows(a, q, blocks)])[0]
+               for x, a in zip(xs, x_avals)]
     tail_xs = [part(x, a, blocks * q, length) for x, a in zip(xs, x_avals)]
+    tail_y_avals = [rows(a, left) for a in y_avals]
     carry = init
     if left and reverse:  # the last steps run first
-        carry, tail_ys = scan_eqn(consts, carry, tail_xs, left, body,
-                                  [rows(a, left) for a in y_avals])
-    carry, block_ys = scan_eqn(consts, carry, main_xs, blocks, block_body,
+        carry, tail_ys = scan_eqn(eqns, consts, carry, tail_xs, left, body, tail_y_avals)
+    carry, block_ys = scan_eqn(eqns, consts, carry, main_xs, blocks, block_body,
                                [rows(a, q, blocks) for a in y_avals])
     if left and not reverse:
-        carry, tail_ys = scan_eqn(consts, carry, tail_xs, left, body,
-                                  [rows(a, left) for a in y_avals])
-    ys = []
-    for y, a in zip(block_ys, y_avals):
-        y = emit(P.reshape_p, [y], dict(new_sizes=(blocks * q,) + a.shape[1:]),
-                 [rows(a, blocks * q)])[0]
-        ys.append(y)
+        carry, tail_ys = scan_eqn(eqns, consts, carry, tail_xs, left, body, tail_y_avals)
+    ys = [emit(eqns, P.reshape_p, [y], dict(new_sizes=(blocks * q,) + a.shape[1:]),
+               [rows(a, blocks * q)])[0] for y, a in zip(block_ys, y_avals)]
     if left:
-        ys = [emit(P.concatenate_p, [y, t], dict(dimension=0), [a])[0]
+        ys = [emit(eqns, P.concatenate_p, [y, t], dict(dimension=0), [a])[0]
               for y, t, a in zip(ys, tail_ys, y_avals)]
     region = IR([], consts + init + xs, eqns, list(carry) + ys)
     return _lower_region_outputs(ctx, region, operands)
