@@ -78,6 +78,14 @@ class PyTreeDef(tuple):
 
     __slots__ = ()
 
+    def __hash__(self) -> int:
+        try:
+            return tuple.__hash__(self)
+        except TypeError:
+            # Unhashable aux data (a dict, say), as JAX accepts: hashed by the rest of the
+            # node; equality still compares the aux data.
+            return hash((self[0], self[2], self[3]))
+
     @property
     def num_leaves(self) -> int:
         """Number of leaves, e.g. ``tree_structure((1, [2, 3])).num_leaves == 3``."""
@@ -456,7 +464,8 @@ def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Ite
     """Makes ``nodetype`` a pytree node.
 
     ``flatten_func(x)`` returns ``(children, aux_data)``; ``unflatten_func(aux_data, children)``
-    rebuilds ``x``. ``aux_data`` must be hashable and comparable: it is part of the treedef.
+    rebuilds ``x``. ``aux_data`` is part of the treedef and must compare with ``==``; hashable
+    aux data makes jit's cache lookup faster (a dict works, as in JAX).
     Example::
 
         class Pair:

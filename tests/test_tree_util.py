@@ -522,3 +522,32 @@ def test_many_leaf_types_keep_their_classification():
         assert tu.tree_leaves([cls(), None]) != []
     assert all(tu.tree_leaves(nt((1, 2))) == [1, 2] for nt in tuples)
     assert tu.tree_leaves(Pair(1, Point(2, 3))) == [1, 2, 3]
+
+
+class Scaled:
+    """A node whose aux data is a dict, which JAX accepts (its Common Gotchas notebook)."""
+
+    def __init__(self, x, options):
+        self.x, self.options = x, options
+
+
+tu.register_pytree_node(Scaled, lambda s: ((s.x,), dict(s.options)),
+                        lambda aux, children: Scaled(*children, aux))
+
+
+def test_unhashable_aux_data_works_in_treedefs_and_jit():
+    import pyree
+    a, b = (tu.tree_structure(Scaled(1.0, {"mul": m})) for m in (2, 2))
+    assert a == b and hash(a) == hash(b)
+    assert a != tu.tree_structure(Scaled(1.0, {"mul": 3}))
+    calls = []
+
+    @pyree.jit
+    def f(s, y):
+        calls.append(1)
+        return s.x * y * s.options["mul"]
+
+    assert float(f(Scaled(2.0, {"mul": 3}), 4.0)) == 24.0
+    assert float(f(Scaled(5.0, {"mul": 3}), 4.0)) == 60.0
+    assert float(f(Scaled(5.0, {"mul": 1}), 4.0)) == 20.0    # other aux data: traced again
+    assert len(calls) == 2
