@@ -1038,7 +1038,7 @@ def test_lists_are_not_arrays():
 
 
 def test_broadcast_error_names_shapes_and_line():
-    with pytest.raises(TypeError) as info:
+    with pytest.raises(ValueError) as info:
         jnp.ones((2, 3)) + jnp.ones((4,))  # the line the error names
     message = str(info.value)
     assert "(2, 3)" in message and "(4,)" in message

@@ -110,8 +110,7 @@ def promote_dtypes_numeric(*args: Any) -> list:
 
 def broadcast_shapes(*shapes: Sequence[int], error: type = ValueError) -> tuple:
     """NumPy's broadcasting of shapes; the error (ValueError, as jnp.broadcast_shapes,
-    broadcast_to and where raise; ufuncs raise TypeError, as in JAX) names all shapes and the
-    user's line. Example: ``broadcast_shapes((3, 1), (4,))`` -> (3, 4)"""
+    broadcast_to and where raise) names all shapes and the user's line. Example: ``broadcast_shapes((3, 1), (4,))`` -> (3, 4)"""
     try:
         return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     except ValueError:
@@ -134,13 +133,17 @@ def broadcast_to_shape(x: Any, target: Sequence[int]) -> Any:
     return lax.broadcast_in_dim(x, target, tuple(range(lead, len(target))))
 
 
-def broadcast_operands(*args: Any, error: type = TypeError) -> list:
+def broadcast_operands(*args: Any, error: Optional[type] = None) -> list:
     """Broadcast to a common shape; rank-0 operands stay rank 0 (primitives broadcast them).
-    Shapes that do not broadcast raise ``error`` (TypeError: a ufunc's operands, as in JAX)."""
+    Shapes that do not broadcast raise ``error``; by default the error JAX's ufuncs raise:
+    ValueError when the ranks differ (``ones(100) * ones((100, 10))``), TypeError when they
+    are equal (``ones((2, 3)) + ones((3, 2))``)."""
     shapes = [get_aval(a).shape for a in args]
     nonscalar = [s for s in shapes if s != ()]
     if not nonscalar or all(s == nonscalar[0] for s in nonscalar):
         return list(args)
+    if error is None:
+        error = TypeError if len({len(s) for s in nonscalar}) == 1 else ValueError
     target = broadcast_shapes(*shapes, error=error)
     return [a if s == () else broadcast_to_shape(a, target) for a, s in zip(args, shapes)]
 
