@@ -211,7 +211,9 @@ def atan(x: Any) -> Any:
 
         lax.atan(jnp.array([1.0]))   # [0.7853982]
     """
-    x = _operand("atan", x)
+    x = _operand("atan", x, "fc", "floating-point or complex numbers")
+    if P.kind(get_aval(x).dtype) == "c":
+        return _complex_atan(x)
     return P.atan2_p.bind(x, _c(1.0, x))
 
 
@@ -228,7 +230,9 @@ def asin(x: Any) -> Any:
 
         lax.asin(jnp.array([1.0]))   # [1.5707964]
     """
-    x = _operand("asin", x)
+    x = _operand("asin", x, "fc", "floating-point or complex numbers")
+    if P.kind(get_aval(x).dtype) == "c":
+        return _complex_asin(x)
     # asin x = 2 atan(x / (1 + sqrt(1 - x**2))), well conditioned on all of [-1, 1].
     root = P.sqrt_p.bind(_one_minus_square(x))
     half = P.atan2_p.bind(x, P.add_p.bind(_c(1.0, x), root))
@@ -242,7 +246,9 @@ def acos(x: Any) -> Any:
 
         lax.acos(jnp.array([-1.0, 1.0]))   # [3.1415927, 0.]
     """
-    x = _operand("acos", x)
+    x = _operand("acos", x, "fc", "floating-point or complex numbers")
+    if P.kind(get_aval(x).dtype) == "c":
+        return _complex_acos(x)
     # acos x = 2 atan(sqrt(1 - x**2) / (1 + x)); at x = -1 that is atan2(0, 0).
     root = P.sqrt_p.bind(_one_minus_square(x))
     half = P.atan2_p.bind(root, P.add_p.bind(_c(1.0, x), x))
@@ -263,7 +269,9 @@ def sinh(x: Any) -> Any:
 
         lax.sinh(jnp.array([1.0]))   # [1.1752012]
     """
-    x = _operand("sinh", x)
+    x = _operand("sinh", x, "fc", "floating-point or complex numbers")
+    if P.kind(get_aval(x).dtype) == "c":
+        return _complex_sinh(x)
     a = P.abs_p.bind(x)
     half = _c(0.5, x)
     # |x| < 1: (e + e / (e + 1)) / 2 with e = expm1|x| has no cancellation.
@@ -284,7 +292,9 @@ def cosh(x: Any) -> Any:
 
         lax.cosh(jnp.array([0.0]))   # [1.]
     """
-    x = _operand("cosh", x)
+    x = _operand("cosh", x, "fc", "floating-point or complex numbers")
+    if P.kind(get_aval(x).dtype) == "c":
+        return _complex_cosh(x)
     h = _exp_halves(P.abs_p.bind(x))
     half = _c(0.5, x)
     return P.add_p.bind(P.mul_p.bind(P.mul_p.bind(half, h), h),
@@ -298,7 +308,9 @@ def asinh(x: Any) -> Any:
 
         lax.asinh(jnp.array([1.0]))   # [0.8813736]
     """
-    x = _operand("asinh", x)
+    x = _operand("asinh", x, "fc", "floating-point or complex numbers")
+    if P.kind(get_aval(x).dtype) == "c":
+        return _complex_asinh(x)
     a = P.abs_p.bind(x)
     one = _c(1.0, x)
     # asinh a = log1p(a + a**2 / (1 + sqrt(1 + a**2))); past 1/sqrt(eps), log(2a).
@@ -317,7 +329,9 @@ def acosh(x: Any) -> Any:
 
         lax.acosh(jnp.array([1.0, 2.0]))   # [0., 1.316958]
     """
-    x = _operand("acosh", x)
+    x = _operand("acosh", x, "fc", "floating-point or complex numbers")
+    if P.kind(get_aval(x).dtype) == "c":
+        return _complex_acosh(x)
     one = _c(1.0, x)
     # With t = x - 1 (exact near 1): log1p(t + sqrt(2t + t**2)); past 1/sqrt(eps), log(2x).
     t = P.sub_p.bind(x, one)
@@ -334,13 +348,104 @@ def atanh(x: Any) -> Any:
 
         lax.atanh(jnp.array([0.5]))   # [0.5493061]
     """
-    x = _operand("atanh", x)
+    x = _operand("atanh", x, "fc", "floating-point or complex numbers")
+    if P.kind(get_aval(x).dtype) == "c":
+        return _complex_atanh(x)
     a = P.abs_p.bind(x)
     one = _c(1.0, x)
     # atanh a = log1p(2a / (1 - a)) / 2.
     magnitude = P.mul_p.bind(_c(0.5, x), P.log1p_p.bind(
         P.div_p.bind(P.add_p.bind(a, a), P.sub_p.bind(one, a))))
     return _negate_where_sign_bit(x, magnitude)
+
+
+# -- complex inverse trigonometric and hyperbolic functions ------------------------------------
+# Principal branches as NumPy's and JAX's. Composed from complex log1p, sqrt and the real
+# functions of the parts, so grad and vmap follow from those primitives' rules.
+
+def _parts(z: Any) -> tuple:
+    return S.real_p.bind(z), S.imag_p.bind(z)
+
+
+def _times_i(z: Any, sign: float = 1.0) -> Any:
+    """``sign * i * z``, exactly (a swap of the parts and a negation)."""
+    a, b = _parts(z)
+    if sign > 0:
+        return S.complex_p.bind(P.neg_p.bind(b), a)
+    return S.complex_p.bind(b, P.neg_p.bind(a))
+
+
+def _complex_sinh(z: Any) -> Any:
+    # sinh(a + ib) = sinh a cos b + i cosh a sin b
+    a, b = _parts(z)
+    return S.complex_p.bind(P.mul_p.bind(sinh(a), P.cos_p.bind(b)),
+                            P.mul_p.bind(cosh(a), P.sin_p.bind(b)))
+
+
+def _complex_cosh(z: Any) -> Any:
+    # cosh(a + ib) = cosh a cos b + i sinh a sin b
+    a, b = _parts(z)
+    return S.complex_p.bind(P.mul_p.bind(cosh(a), P.cos_p.bind(b)),
+                            P.mul_p.bind(sinh(a), P.sin_p.bind(b)))
+
+
+def _large(z: Any) -> Any:
+    """Where |z| is past 1/sqrt(eps): there z**2 + 1 is z**2 (and may overflow)."""
+    a, b = _parts(z)
+    limit = TypedScalar(1 / math.sqrt(_eps(a)), get_aval(a).dtype, False)
+    return P.gt_p.bind(P.max_p.bind(P.abs_p.bind(a), P.abs_p.bind(b)), limit)
+
+
+def _log_2z(z: Any) -> Any:
+    return P.add_p.bind(P.log_p.bind(z), _c(math.log(2), z))
+
+
+def _complex_asinh(z: Any) -> Any:
+    # In the right half plane asinh w = log1p(w + w**2 / (1 + sqrt(1 + w**2))) (no cancellation
+    # near 0); asinh(-w) = -asinh w covers the left one.
+    a, _ = _parts(z)
+    left = sign_bit(a)
+    w = _select(left, P.neg_p.bind(z), z)
+    one = _c(1.0, z)
+    w2 = P.mul_p.bind(w, w)
+    moderate = P.log1p_p.bind(P.add_p.bind(w, P.div_p.bind(
+        w2, P.add_p.bind(one, P.sqrt_p.bind(P.add_p.bind(one, w2))))))
+    result = _select(_large(w), _log_2z(w), moderate)
+    return _select(left, P.neg_p.bind(result), result)
+
+
+def _complex_asin(z: Any) -> Any:
+    # asin z = -i asinh(i z)
+    return _times_i(_complex_asinh(_times_i(z)), -1.0)
+
+
+def _complex_acos(z: Any) -> Any:
+    # acos z = pi/2 - asin z
+    return P.sub_p.bind(_c(math.pi / 2, z), _complex_asin(z))
+
+
+def _complex_atanh(z: Any) -> Any:
+    # atanh z = (log1p z - log1p(-z)) / 2
+    return P.mul_p.bind(_c(0.5, z), P.sub_p.bind(P.log1p_p.bind(z),
+                                                 P.log1p_p.bind(P.neg_p.bind(z))))
+
+
+def _complex_atan(z: Any) -> Any:
+    # atan z = -i atanh(i z)
+    return _times_i(_complex_atanh(_times_i(z)), -1.0)
+
+
+def _complex_acosh(z: Any) -> Any:
+    # With t = z - 1: log1p(t + sqrt(t) sqrt(t + 2)); the product of two roots (not the root of
+    # the product) puts the branch cut where NumPy has it, on (-inf, 1).
+    t = P.sub_p.bind(z, _c(1.0, z))
+    moderate = P.log1p_p.bind(P.add_p.bind(t, P.mul_p.bind(
+        P.sqrt_p.bind(t), P.sqrt_p.bind(P.add_p.bind(t, _c(2.0, z))))))
+    return _select(_large(z), _log_2z(z), moderate)
+
+
+def _complex_exp2(z: Any) -> Any:
+    return P.exp_p.bind(P.mul_p.bind(z, _c(math.log(2), z)))
 
 
 # -- exponentials and friends -------------------------------------------------------------------
@@ -374,7 +479,9 @@ def exp2(x: Any) -> Any:
 
         lax.exp2(jnp.array([3.0, 0.5]))   # [8., 1.4142135]
     """
-    x = _operand("exp2", x)
+    x = _operand("exp2", x, "fc", "floating-point or complex numbers")
+    if P.kind(get_aval(x).dtype) == "c":
+        return _complex_exp2(x)
     # 2**x = 2**n * exp(f log 2), n = round(x), |f| <= 1/2: no error from rounding x log 2.
     finite = P.is_finite_p.bind(x)
     safe = _select(finite, x, _c(0.0, x))

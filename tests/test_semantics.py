@@ -60,3 +60,60 @@ def test_complex_isclose_and_abs_gradient():
     w = z[:2]
     np.testing.assert_allclose(np.asarray(pyree.grad(lambda v: jnp.abs(v).sum())(w)),
                                np.conj(w) / np.abs(w), rtol=1e-6)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_broadcast_errors_have_jax_types(jitted):
+    """JAX 0.10's jnp: ValueError when ranks differ (its vmapped_log_probs notebook catches it),
+    TypeError for equal ranks; the message names both shapes."""
+    run = pyree.jit if jitted else (lambda f: f)
+    for a, b, error in (((100,), (100, 10), ValueError), ((2, 3), (3, 2), TypeError),
+                        ((2, 3), (4, 2, 2), ValueError)):
+        for f in (lambda x, y: x * y, jnp.multiply, jnp.arctan2, lambda x, y: x + y):
+            with pytest.raises(error, match=r"\(2, 3\)|\(100,\)"):
+                run(f)(jnp.ones(a), jnp.ones(b))
+    with pytest.raises(ValueError):
+        jnp.where(jnp.ones(3) > 0, jnp.ones(2), 1.0)
+
+
+COMPLEX_FUNCTIONS = ["sin", "cos", "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh",
+                     "arccosh", "arctanh", "exp2"]
+# Points in every quadrant, near zero, and of large modulus (off the branch cuts).
+COMPLEX_POINTS = np.array([1 + 0.5j, 2 - 1j, -0.5 + 2j, -3 - 0.25j, 1e-4 + 2e-4j, 0.3 - 1e-5j,
+                           40 + 30j, -25 - 60j, 0.9 + 0.1j, -1.5 + 0.01j], np.complex128)
+
+
+def _complex_case(name, dtype):
+    rtol = 2e-6 if dtype == np.complex64 else 1e-13
+    if name in ("sin", "cos", "sinh", "cosh", "exp2"):
+        points = COMPLEX_POINTS[np.abs(COMPLEX_POINTS) < 50]   # no overflow in cosh
+    else:
+        points = COMPLEX_POINTS
+    return points.astype(dtype), rtol
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+@pytest.mark.parametrize("name", COMPLEX_FUNCTIONS)
+def test_complex_elementary_functions_match_numpy(name, jitted):
+    """complex64 eagerly and under jit against NumPy's complex128 (principal branches)."""
+    z, rtol = _complex_case(name, np.complex64)
+    f = getattr(jnp, name)
+    got = np.asarray((pyree.jit(f) if jitted else f)(z))
+    assert got.dtype == np.complex64
+    want = getattr(np, name)(z.astype(np.complex128))
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-30)
+
+
+@pytest.mark.parametrize("name", COMPLEX_FUNCTIONS)
+def test_complex_elementary_functions_float64_and_gradient(x64, name):
+    """complex128 under x64 against NumPy, and grad of the real part against the holomorphic
+    derivative by central differences (JAX's convention: grad of Re f is f' itself)."""
+    z, rtol = _complex_case(name, np.complex128)
+    f = getattr(jnp, name)
+    np.testing.assert_allclose(np.asarray(f(z)), getattr(np, name)(z), rtol=rtol)
+    z = z[np.abs(z) < 10]
+    h = 1e-6
+    derivative = (getattr(np, name)(z + h) - getattr(np, name)(z - h)) / (2 * h)
+    for run in (lambda g: g, pyree.jit):
+        got = run(pyree.grad(lambda v: jnp.real(f(v)).sum()))(z)
+        np.testing.assert_allclose(np.asarray(got), derivative, rtol=1e-7)

@@ -969,6 +969,8 @@ def _trig_rule(kind: str) -> Callable:
         in_aval = ctx.avals_in[0]
         if in_aval.dtype == _F64:
             return _float64_formula(ctx, lambda m, v: float64_math.sin_cos_tan(m, v, kind), x)
+        if in_aval.dtype == np.complex64 and kind != "tan":
+            return _complex64_sin_cos(ctx, x, kind)
         if in_aval.dtype not in (np.dtype(np.float32), np.dtype(np.float16), bfloat16):
             return hlo(names[kind], ctx.out_type(), x)
         aval = ShapedArray(in_aval.shape, np.dtype(np.float32))
@@ -1015,6 +1017,31 @@ def _trig_rule(kind: str) -> Callable:
             result = select(_compare(ctx, x32, const(0.0), "EQ", aval), x32, result)
         return result if in_aval.dtype == aval.dtype else hlo("convert", ctx.out_type(), result)
     return rule
+
+
+def _complex64_sin_cos(ctx: RuleContext, z, kind: str):
+    """sin(a + ib) = sin a cosh b + i cos a sinh b, cos(a + ib) = cos a cosh b - i sin a sinh b,
+    from the float32 parts. IREE 3.13's own expansion of a complex sine or cosine makes a
+    constant of the operand's dynamic shape, which fails to compile ("'stablehlo.constant' op
+    result #0 must be statically shaped"): eager mode could not run them. sinh and cosh come
+    from expm1 (no cancellation for small b); sin and cos of a from the rule above."""
+    part = ctx.avals_in[0].update(dtype=np.dtype(np.float32))
+    sub = RuleContext(ctx.lowering, [part], [part], ctx.dyn)
+    t = sub.type(part)
+    a, b = hlo("real", t, z), hlo("imag", t, z)
+    sin_a, cos_a = _trig_rule("sin")(sub, a), _trig_rule("cos")(sub, a)
+    up, down = hlo("exponential_minus_one", t, b), hlo("exponential_minus_one", t,
+                                                        hlo("negate", t, b))
+    half = _splat(sub, 0.5, part, b)
+    sinh_b = hlo("multiply", t, half, hlo("subtract", t, up, down))
+    cosh_b = hlo("add", t, _splat(sub, 1.0, part, b),
+                 hlo("multiply", t, half, hlo("add", t, up, down)))
+    if kind == "sin":
+        re, im = hlo("multiply", t, sin_a, cosh_b), hlo("multiply", t, cos_a, sinh_b)
+    else:
+        re = hlo("multiply", t, cos_a, cosh_b)
+        im = hlo("negate", t, hlo("multiply", t, sin_a, sinh_b))
+    return hlo("complex", ctx.out_type(), re, im)
 
 
 lowering_rules[P.abs_p] = _abs_rule

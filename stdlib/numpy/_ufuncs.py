@@ -565,7 +565,8 @@ def _where_loc() -> str:
 
 def _inexact_unary(name: str, lax_fn: Callable, summary: str, example: str) -> Callable:
     def fn(x: Any) -> Any:
-        (x,) = _real_inexact(name, x)
+        check_arraylike(name, x)
+        (x,) = promote_dtypes_inexact(x)
         return lax_fn(x)
     fn.__name__ = name
     return _doc(fn, summary, example)
