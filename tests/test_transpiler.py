@@ -1503,3 +1503,37 @@ def test_overwritten_carry_and_walrus_in_while_test(x, t):
     x[-1] = 10  # the loops stop inside x
     agree(overwritten_carry, x, t)
     agree(walrus_in_while_test, x, t)
+
+
+def assigned_unless_continue(x):
+    total = x * 0.0
+    for i in range(4):
+        if x > i:
+            t = x * i
+        else:
+            continue
+        total = total + t
+    return total
+
+
+def assigned_unless_break(x):
+    total = x * 0.0
+    while True:
+        if x < 10.0:
+            step = x + 1.0
+        else:
+            break
+        x = step
+        total = total + step
+    return total
+
+
+def test_variable_in_branch_whose_other_branch_continues_or_breaks():
+    """The branch without the variable ends the iteration: the reads after the `if` only run
+    when it was assigned (Python's semantics; JAX runs this concretely)."""
+    for x in (0.5, 2.5, 7.0):
+        assert abs(float(pyree.jit(assigned_unless_continue)(x))
+                   - assigned_unless_continue(x)) < 1e-5
+        assert abs(float(pyree.grad(assigned_unless_continue)(x))
+                   - sum(i for i in range(4) if x > i)) < 1e-5
+        assert abs(float(pyree.jit(assigned_unless_break)(x)) - assigned_unless_break(x)) < 1e-4

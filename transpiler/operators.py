@@ -314,6 +314,16 @@ def _fresh(values: tuple) -> tuple:
     return tuple(out)
 
 
+_STOP_FLAGS = ("_pyree_break_", "_pyree_continue_", "_pyree_returned")
+
+
+def _ends_iteration(outs: tuple, meta: Meta) -> bool:
+    """Whether a branch set a break/continue/return flag to a static True (convert.py's pass 3
+    guards everything after such a branch by the flag)."""
+    return any(name.startswith(_STOP_FLAGS) and out is True
+               for name, out in zip(meta.names, outs))
+
+
 def _traced_if(pred: Any, body: Callable, orelse: Callable, values: tuple, meta: Meta) -> tuple:
     # Each branch gets its own copies of the variables' lists and dicts (as loop bodies do):
     # `d[k] = v` in one branch must not show in the other, nor after the `if` unless taken.
@@ -337,6 +347,14 @@ def _traced_if(pred: Any, body: Callable, orelse: Callable, values: tuple, meta:
             with tracing(b_then if a is UNDEFINED_RETURN else b_else):
                 filler = tree_util.tree_map(_zeros_like, b if a is UNDEFINED_RETURN else a)
             a, b = (filler, b) if a is UNDEFINED_RETURN else (a, filler)
+        elif (a_undef or b_undef) and _ends_iteration(outs_then if a_undef else outs_else, meta):
+            # The branch without the variable ends with `continue`, `break` or `return`: the code
+            # after the `if` that reads it runs only when the other branch was taken (as in
+            # Python), so any value of its type will do there. Static values stay static.
+            with tracing(b_then if a_undef else b_else):
+                filler = tree_util.tree_map(
+                    lambda v: _zeros_like(v) if isinstance(v, Tracer) else v, b if a_undef else a)
+            a, b = (filler, b) if a_undef else (a, filler)
         elif a_undef or b_undef:
             part = "else" if a_undef else "body"
             results[i] = Undefined(name, f"It is assigned at {meta.where_defined(i, part)} in "
