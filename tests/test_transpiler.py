@@ -1537,3 +1537,15 @@ def test_variable_in_branch_whose_other_branch_continues_or_breaks():
         assert abs(float(pyree.grad(assigned_unless_continue)(x))
                    - sum(i for i in range(4) if x > i)) < 1e-5
         assert abs(float(pyree.jit(assigned_unless_break)(x)) - assigned_unless_break(x)) < 1e-4
+
+
+def test_print_of_static_values_prints_while_tracing(capsys):
+    """JAX's Common Gotchas: a jitted function's print of a string shows once, when traced."""
+    @pyree.jit
+    def f(x):
+        print("Executing function", x.shape)
+        return x * 2
+
+    for v in (1.0, 2.0, 3.0):
+        pyree.block_until_ready(f(v))
+    assert capsys.readouterr().out == "Executing function ()\n"

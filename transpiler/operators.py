@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import contextvars
 import math
 import operator
 from typing import Any, Callable, Optional, Sequence
@@ -120,13 +121,22 @@ def _changed(name: str, x: Any, old: Any) -> Optional[str]:
     return None
 
 
+# How many statements of converted control flow on traced values are being traced around the
+# current point (a print of static values there prints on the path taken, at run time).
+_traced_control_flow = contextvars.ContextVar("pyree_traced_control_flow", default=0)
+
+
 @contextlib.contextmanager
 def _containers_unchanged(scope: Optional[dict], meta: "Meta"):
     """Both paths of traced control flow are traced: a Python list/dict/set (or an object's
     attributes) among the function's locals (``scope``) that tracing them changes
     (``l.append(v)``, ``obj.n = v``) would hold both paths' changes at once."""
     before = [(name, x, _snapshot(x)) for name, x in (scope or {}).items()]
-    yield
+    depth = _traced_control_flow.set(_traced_control_flow.get() + 1)
+    try:
+        yield
+    finally:
+        _traced_control_flow.reset(depth)
     for name, x, old in before:
         what = _changed(name, x, old) if old is not None else None
         if what:
@@ -917,8 +927,12 @@ def assert_(test: Any, message: Callable, raw_meta: tuple, filename: str) -> Non
 
 def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """A call in converted code: user functions are converted too; ``print`` of traced values
-    prints at run time."""
+    prints at run time, and so does one of static values on a path of traced control flow;
+    any other print runs once, while tracing (as in JAX)."""
     if fn is builtins.print:
+        if _traced_control_flow.get() == 0 and not any(
+                isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(args)):
+            return builtins.print(*args, **kwargs)
         from .checks import traced_print
         return traced_print(*args, **kwargs)
     from .convert import converted
