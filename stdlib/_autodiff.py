@@ -231,7 +231,14 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
         result = []
         for p, nz in zip(p_leaves, nonzero):
             ct = next(it) if nz else None
-            result.append(ad.instantiate(ct) if ct is not None else _zeros_for(p))
+            ct = ad.instantiate(ct) if ct is not None else _zeros_for(p)
+            p_aval = get_aval(p)
+            if p_aval.weak_type and get_aval(ct).dtype == p_aval.dtype:
+                # As in JAX, the cotangent of a Python number is weakly typed too (grad at
+                # 3.0 plus a bfloat16 array stays bfloat16).
+                from pyree.numpy._util import convert
+                ct = convert(ct, p_aval.dtype, True)
+            result.append(ct)
         return tree_util.tree_unflatten(p_tree, _materialize(result))
 
     result = (tree_util.tree_unflatten(out_tree, outs), f_vjp)

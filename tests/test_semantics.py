@@ -117,3 +117,14 @@ def test_complex_elementary_functions_float64_and_gradient(x64, name):
     for run in (lambda g: g, pyree.jit):
         got = run(pyree.grad(lambda v: jnp.real(f(v)).sum()))(z)
         np.testing.assert_allclose(np.asarray(got), derivative, rtol=1e-7)
+
+
+def test_gradient_at_a_python_number_is_weakly_typed():
+    """As in JAX: grad at 3.0 is a weak float32, so adding it to bfloat16 stays bfloat16."""
+    for run in (lambda f: f, pyree.jit):
+        g = run(pyree.grad(lambda x: x ** 2))(3.0)
+        assert g.aval.weak_type and float(g) == 6.0
+        assert (g + jnp.ones(2, jnp.bfloat16)).dtype == jnp.bfloat16
+    assert not pyree.grad(lambda x: x ** 2)(jnp.float32(3.0)).aval.weak_type
+    gx, gy = pyree.grad(lambda x, y: x * y, argnums=(0, 1))(3.0, jnp.ones(()))
+    assert gx.aval.weak_type and not gy.aval.weak_type
