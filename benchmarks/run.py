@@ -147,6 +147,108 @@ def bench_matmul(rounds: int) -> dict:
     return compare(contestants, max(3, rounds // 2))
 
 
+# -- convolutions (issue 21) ---------------------------------------------------------------------
+
+# (name, lhs shape, rhs shape, strides, dimension numbers): 3x3 kernels, SAME padding.
+CONV_CASES = (
+    ("NCHW 8x32x64x64, 64 3x3", (8, 32, 64, 64), (64, 32, 3, 3), (1, 1),
+     ("NCHW", "OIHW", "NCHW")),
+    ("NCHW 32x64x8x8, 128 3x3", (32, 64, 8, 8), (128, 64, 3, 3), (1, 1),
+     ("NCHW", "OIHW", "NCHW")),
+    ("NHWC 8x64x64x32, 64 3x3", (8, 64, 64, 32), (3, 3, 32, 64), (1, 1),
+     ("NHWC", "HWIO", "NHWC")),
+    ("NHWC 8x64x64x32, 64 3x3, stride 2", (8, 64, 64, 32), (3, 3, 32, 64), (2, 2),
+     ("NHWC", "HWIO", "NHWC")),
+)
+
+
+def _contest(make, args, rounds: int, rtol: float = 1e-3, atol: float = 1e-3) -> dict:
+    """pyree's and JAX's jitted ``make(lib)`` on the same NumPy ``args``, checked against each
+    other, then timed interleaved."""
+    libs = [("pyree", pyree)] + ([("jax", jax)] if jax is not None else [])
+    contestants, results = {}, {}
+    for name, lib in libs:
+        fn = make(lib)
+        dev_args = lib.device_put(args)
+        contestants[name] = (lambda fn=fn, a=dev_args, lib=lib:
+                             lib.block_until_ready(fn(*a)))
+        results[name] = fn(*dev_args)
+    if "jax" in results:
+        for got, want in zip(pyree.tree_util.tree_leaves(results["pyree"]),
+                             jax.tree_util.tree_leaves(results["jax"])):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=rtol, atol=atol)
+    return compare(contestants, rounds)
+
+
+def bench_conv(rounds: int, case: tuple, grad: bool = False) -> dict:
+    """One ``lax.conv_general_dilated`` (SAME padding), or the gradient of the sum of its
+    squared outputs with respect to both operands (two more convolutions)."""
+    _, lhs_shape, rhs_shape, strides, numbers = case
+    rng = np.random.RandomState(0)
+    args = (rng.randn(*lhs_shape).astype(np.float32),
+            rng.randn(*rhs_shape).astype(np.float32) / np.sqrt(np.prod(rhs_shape[1:])))
+
+    def make(lib):
+        def conv(x, w):
+            return lib.lax.conv_general_dilated(x, w, strides, "SAME",
+                                                dimension_numbers=numbers)
+        if grad:
+            return lib.jit(lib.grad(lambda x, w: (conv(x, w) ** 2).sum(), argnums=(0, 1)))
+        return lib.jit(conv)
+    return _contest(make, args, max(3, rounds // 2), rtol=2e-3 if grad else 1e-3)
+
+
+# A small CNN on 28x28 single-channel images, NHWC: conv 3x3x32 + ReLU, 2x2 max pooling,
+# conv 3x3x64 + ReLU, 2x2 average pooling, dense 3136 -> 10; mean softmax cross-entropy, SGD.
+CNN_BATCH = 64
+
+
+def make_cnn_step(lib):
+    jnp, nn = lib.numpy, lib.nn
+
+    def loss_fn(params, x, labels):
+        w1, w2, w3, b3 = params
+        numbers = ("NHWC", "HWIO", "NHWC")
+        h = nn.relu(lib.lax.conv_general_dilated(x, w1, (1, 1), "SAME",
+                                                 dimension_numbers=numbers))
+        n, hh, ww, c = h.shape
+        h = h.reshape(n, hh // 2, 2, ww // 2, 2, c).max(axis=(2, 4))
+        h = nn.relu(lib.lax.conv_general_dilated(h, w2, (1, 1), "SAME",
+                                                 dimension_numbers=numbers))
+        n, hh, ww, c = h.shape
+        h = h.reshape(n, hh // 2, 2, ww // 2, 2, c).mean(axis=(2, 4))
+        logits = h.reshape(n, -1) @ w3 + b3
+        return -jnp.mean(jnp.sum(nn.one_hot(labels, 10) * nn.log_softmax(logits), axis=-1))
+
+    def step(params, x, labels):
+        loss, grads = lib.value_and_grad(loss_fn)(params, x, labels)
+        return [p - 0.01 * g for p, g in zip(params, grads)], loss
+
+    return lib.jit(step)
+
+
+def bench_cnn_step(rounds: int) -> dict:
+    rng = np.random.RandomState(0)
+    params = [rng.randn(3, 3, 1, 32).astype(np.float32) / 3,
+              rng.randn(3, 3, 32, 64).astype(np.float32) / np.sqrt(9 * 32),
+              rng.randn(7 * 7 * 64, 10).astype(np.float32) / np.sqrt(7 * 7 * 64),
+              np.zeros(10, np.float32)]
+    x = rng.rand(CNN_BATCH, 28, 28, 1).astype(np.float32)
+    labels = rng.randint(0, 10, CNN_BATCH).astype(np.int32)
+    return _contest(make_cnn_step, (params, x, labels), rounds, rtol=1e-3, atol=1e-4)
+
+
+def conv_benchmarks(rounds: int) -> list:
+    """(name, run, bar) rows of the convolution workloads."""
+    rows = [(f"conv {case[0]}", lambda case=case: bench_conv(rounds, case), 1.2)
+            for case in CONV_CASES]
+    rows += [(f"conv grad {case[0]}", lambda case=case: bench_conv(rounds, case, grad=True), 1.2)
+             for case in (CONV_CASES[0], CONV_CASES[2])]
+    rows.append((f"CNN SGD step (conv+pool+dense), batch {CNN_BATCH}",
+                 lambda: bench_cnn_step(rounds), 1.2))
+    return rows
+
+
 FIRST_CALL = textwrap.dedent("""
     import sys, time
     import numpy as np
@@ -242,6 +344,7 @@ def main() -> None:
         ("(X - X.mean(0)) / X.std(0), 10000x10", lambda: bench_norm(args.rounds), 1.2),
         ("matmul 1000x1000 f32", lambda: bench_matmul(args.rounds), 1.5),
     ]
+    benchmarks += conv_benchmarks(args.rounds)
     from ad import benchmarks as ad_benchmarks  # gradients: benchmarks/ad.py (imports this file)
     benchmarks += ad_benchmarks(args.rounds)
     from vmap import benchmarks as vmap_benchmarks  # benchmarks/vmap.py

@@ -206,6 +206,7 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     if empty:
         return hlo("broadcast_in_dim", ctx.out_type(), scalar_like(0, out_aval.dtype),
                    broadcast_dimensions=ir.DenseI64ArrayAttr.get([]))
+    params["cpu"] = ctx.lowering.platform == "cpu"
     if out_aval.dtype.kind != "c":
         return _real_conv(lhs, rhs, lhs_aval, rhs_aval, out_aval, **params)
     # IREE 3.13 crashes (segfault in the compiler) on a complex stablehlo.convolution: four
@@ -230,9 +231,15 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
 
 def _real_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval: ShapedArray, *,
                window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-               feature_group_count, batch_group_count):
+               feature_group_count, batch_group_count, cpu=False):
     ir = mlir()
     lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if cpu and _channels_last_pays(lhs_aval, out_spec, feature_group_count, batch_group_count):
+        return _channels_last_conv(
+            lhs, rhs, lhs_aval, rhs_aval, out_aval, window_strides=window_strides,
+            padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+            dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
+            batch_group_count=batch_group_count)
     if any(lo < 0 or hi < 0 for lo, hi in padding) or any(d > 1 for d in lhs_dilation):
         # Negative padding (from transposes) and lhs dilation become an explicit stablehlo.pad
         # (negative edges crop), so IREE sees a plain convolution: the form its convolution
@@ -267,7 +274,73 @@ def _real_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval:
     if nsp:
         attributes["padding"] = ir.Attribute.parse(
             f"dense<[{pad_text}]> : tensor<{nsp}x2xi64>")
+    if cpu and _data_tiling_pays(lhs_aval, rhs_aval, out_aval, dimension_numbers):
+        from pyree.runtime.compile import DATA_TILING_MARK
+        attributes[DATA_TILING_MARK] = ir.UnitAttr.get()
     return op("stablehlo.convolution", [tensor_type(out_aval)], [lhs, rhs], attributes).result
+
+
+# On the CPU IREE rewrites a convolution into im2col + matmul (runtime/compile.py,
+# IM2COL_FLAG). With the result's feature axis before its spatial axes (NCHW) that matmul
+# writes its result transposed: IREE neither data-tiles it nor vectorizes it well (NCHW
+# 8x32x64x64 with 64 3x3 filters: 60 ms of its 70 ms on one thread, where the same product
+# in NHWC took 22 ms). A channels-last convolution between transposes runs the fast form;
+# the barrier keeps IREE from folding the result's transpose back into the matmul (it does:
+# without it the dispatches came out the same as before). Measured here, 2 threads, JAX in
+# the same run, one core busy with other work: NCHW 8x32x64x64 78 -> 46 ms (JAX 34),
+# 32x64x8x8 with 128 filters 16.8 -> 9.3 ms (JAX 7.7), its gradient 384 -> 288 ms (JAX 231).
+# Convolutions already channels-last gain nothing from the transposes (the small CNN's step
+# got slower with them: 91 -> 104 ms), so they keep their form.
+def _channels_last_pays(lhs_aval: ShapedArray, out_spec, feature_group_count: int,
+                        batch_group_count: int) -> bool:
+    """Whether a CPU convolution runs as a channels-last one between transposes."""
+    return (lhs_aval.ndim >= 3 and feature_group_count == 1 and batch_group_count == 1
+            and out_spec[1] != lhs_aval.ndim - 1)
+
+
+def _channels_last_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray,
+                        out_aval: ShapedArray, *, dimension_numbers, **params):
+    """The convolution computed in the (batch, *spatial, feature) x (*spatial, in, out) ->
+    (batch, *spatial, feature) layouts, transposed to and from the given ones."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    nd = lhs_aval.ndim
+
+    def permuted(x, aval, perm):
+        aval = aval.update(shape=tuple(aval.shape[a] for a in perm))
+        return hlo("transpose", tensor_type(aval), x,
+                   permutation=mlir().DenseI64ArrayAttr.get([int(a) for a in perm])), aval
+
+    lhs_perm = (lhs_spec[0],) + tuple(lhs_spec[2:]) + (lhs_spec[1],)
+    rhs_perm = tuple(rhs_spec[2:]) + (rhs_spec[1], rhs_spec[0])
+    out_perm = (out_spec[0],) + tuple(out_spec[2:]) + (out_spec[1],)
+    lhs, lhs_aval = permuted(lhs, lhs_aval, lhs_perm)
+    rhs, rhs_aval = permuted(rhs, rhs_aval, rhs_perm)
+    last = out_aval.update(shape=tuple(out_aval.shape[a] for a in out_perm))
+    channels_last = ConvDimensionNumbers((0, nd - 1) + tuple(range(1, nd - 1)),
+                                         (nd - 1, nd - 2) + tuple(range(nd - 2)),
+                                         (0, nd - 1) + tuple(range(1, nd - 1)))
+    out = _real_conv(lhs, rhs, lhs_aval, rhs_aval, last, dimension_numbers=channels_last,
+                     cpu=True, **params)
+    out = op("stablehlo.optimization_barrier", [out.type], [out]).result
+    return hlo("transpose", tensor_type(out_aval), out,
+               permutation=mlir().DenseI64ArrayAttr.get([int(a) for a in np.argsort(out_perm)]))
+
+
+# IREE's data tiling (the module-wide flag a mark turns on, runtime/compile.py) pays for the
+# im2col matmul of a convolution whose reduction is longer than its result has rows: the
+# kernel gradient, where the reduction runs over batch and image (NCHW 8x32x64x64, 64 3x3
+# filters: its 288x64x32768 product took 64 ms on one thread tiled, 169 ms untiled). The
+# forward and input-gradient products (32768 rows, reduction 288 or 576) gained nothing or
+# lost (NHWC forward 22 -> 27 ms tiled, JAX 19). Float32 only: the form measured.
+def _data_tiling_pays(lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval: ShapedArray,
+                      dimension_numbers) -> bool:
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if out_aval.dtype != np.float32 or lhs_aval.ndim < 3:
+        return False
+    reduction = rhs_aval.shape[rhs_spec[1]] * int(np.prod([rhs_aval.shape[a]
+                                                           for a in rhs_spec[2:]]))
+    rows = out_aval.shape[out_spec[0]] * int(np.prod([out_aval.shape[a] for a in out_spec[2:]]))
+    return reduction > rows
 
 
 lowering_rules[conv_general_dilated_p] = _conv_lowering
