@@ -331,7 +331,10 @@ def _channels_last_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray,
 # kernel gradient, where the reduction runs over batch and image (NCHW 8x32x64x64, 64 3x3
 # filters: its 288x64x32768 product took 64 ms on one thread tiled, 169 ms untiled). The
 # forward and input-gradient products (32768 rows, reduction 288 or 576) gained nothing or
-# lost (NHWC forward 22 -> 27 ms tiled, JAX 19). Float32 only: the form measured.
+# lost (NHWC forward 22 -> 27 ms tiled, JAX 19). Where the kernel gradient comes out of IREE
+# as a batched product (an NHWC/HWIO convolution's) nothing is tiled and the mark changed
+# nothing (one thread, alternating: 252, 264 ms marked; 255, 256 ms not). Float32 only: the
+# form measured.
 def _data_tiling_pays(lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval: ShapedArray,
                       dimension_numbers) -> bool:
     lhs_spec, rhs_spec, out_spec = dimension_numbers
