@@ -21,6 +21,39 @@ def test_concatenating_many_arrays():
     np.testing.assert_array_equal(stacked, np.stack(rows[:20], axis=1))
 
 
+def _weighted_sum(*xs):
+    return sum(x * (i + 1) for i, x in enumerate(xs))
+
+
+def _dispatch_bindings(f, args, device) -> list:
+    """The number of buffers each dispatch of ``jit(f)`` binds, compiled for ``device``."""
+    import re
+    from iree.compiler import compile_str
+    from pyree.runtime import compile as rcompile
+    text, flags = rcompile.prepare_module(pyree.jit(f, device=device).lower(*args).as_text(),
+                                          device.compile_flags)
+    sources = compile_str(text, extra_args=list(flags) + [
+        "--compile-to=executable-sources"]).decode()
+    return [layout.count("#hal.pipeline.binding<")
+            for layout in re.findall(r"#hal\.pipeline\.layout<[^\n]*", sources)]
+
+
+def test_elementwise_tree_reading_many_arrays():
+    # IREE fused the 40-array sum into one dispatch binding 41 buffers, more than its CPU
+    # runtime's 32 (lower.py, FUSION_INPUT_LIMIT); a reduction consuming such a tree likewise.
+    xs = [np.linspace(i, i + 1, 1000, dtype=np.float32) for i in range(40)]
+    want = sum(x.astype(np.float64) * (i + 1) for i, x in enumerate(xs))
+    np.testing.assert_allclose(pyree.jit(_weighted_sum)(*xs), want, rtol=1e-6)
+    np.testing.assert_allclose(pyree.jit(lambda *a: jnp.sum(_weighted_sum(*a) ** 2))(*xs),
+                               (want ** 2).sum(), rtol=1e-5)
+    grads = pyree.jit(pyree.grad(lambda *a: jnp.sum(_weighted_sum(*a) ** 2), argnums=(0, 39)))(*xs)
+    np.testing.assert_allclose(grads[1], 2 * want * 40, rtol=1e-6)
+    # CUDA's limit is 16 buffers (compiled here, no GPU needed).
+    from pyree.runtime.device import Device
+    assert max(_dispatch_bindings(_weighted_sum, xs, Device("cuda"))) <= 16
+    assert max(_dispatch_bindings(_weighted_sum, xs, Device("cpu"))) <= 32
+
+
 def test_loop_carry_that_takes_another_carrys_value():
     # `a, b = b, f(b)`: IREE failed to compile ("failed to legalize unresolved source
     # materialization"), eagerly and under jit (control_flow._read_every_carry).

@@ -310,6 +310,7 @@ class Lowering:
                 return constant(atom.value, atom.aval)
             return env[atom]
 
+        fan_in = _FanIn(self)
         for eqn in ir.eqns:
             with _location(eqn):
                 rule = lowering_rules.get(eqn.primitive)
@@ -317,13 +318,62 @@ class Lowering:
                     raise NotImplementedError(f"no lowering rule for primitive {eqn.primitive}")
                 ctx = RuleContext(self, [a.aval for a in eqn.inputs],
                                   [v.aval for v in eqn.outputs], dyn_args)
+                fan_in.limit_inputs(eqn, env)
                 ins = [read(a) for a in eqn.inputs]
                 outs = apply_rule(rule, eqn.primitive, ctx, ins, eqn.params)
                 if eqn.primitive in VIEW_PRIMITIVES and ins and ins[0] in self._input_views:
                     self._input_views.update(outs)
                 for var, value in zip(eqn.outputs, outs):
                     env[var] = value
+                fan_in.record(eqn, ins, outs)
         return [read(atom) for atom in ir.outs]
+
+
+# IREE 3.13 fuses a tree of elementwise ops (and the reduction or copy consuming it) into one
+# dispatch that binds every distinct buffer the tree reads; past its runtime's limit (32 on
+# the CPU, 16 with CUDA) the module cannot load ("binding count 41 > 32": a jitted
+# `sum(x * (i + 1) for i, x in enumerate(xs))` over 40 arrays, which JAX computes). Lowering
+# counts the buffers each elementwise value's tree reads and materializes the operands of an
+# op whose trees together read more than this many, behind a barrier IREE does not fuse across.
+FUSION_INPUT_LIMIT = {"cpu": 24, "cuda": 10, "vulkan": 10}
+# What IREE fuses into one elementwise dispatch besides P.ELEMENTWISE.
+_FUSED_SHAPE_OPS = frozenset({P.broadcast_in_dim_p, P.reshape_p, P.transpose_p})
+
+
+class _FanIn:
+    """For each elementwise value of one lowered block, the buffers its fused tree reads."""
+
+    def __init__(self, lowering: "Lowering") -> None:
+        self.limit = None if lowering.dynamic else FUSION_INPUT_LIMIT.get(lowering.platform)
+        self.reads: dict = {}
+
+    def _of(self, value) -> frozenset:
+        return self.reads.get(value) or frozenset((value,))
+
+    def limit_inputs(self, eqn: Eqn, env: dict) -> None:
+        """Puts barriers on ``eqn``'s operands when their trees together read too many buffers
+        (a barrier on unknown shapes fails to compile: eager mode's modules get none)."""
+        if self.limit is None:
+            return
+        operands = [a for a in eqn.inputs if not isinstance(a, Literal)]
+        trees = [self._of(env[a]) for a in operands]
+        if len(frozenset().union(*trees)) <= self.limit:
+            return
+        for atom, tree in zip(operands, trees):
+            value = env[atom]
+            if len(tree) > 1 and value.type.has_static_shape:
+                barrier = op("stablehlo.optimization_barrier", [value.type], [value]).result
+                env[atom] = barrier
+                self.reads[barrier] = frozenset((barrier,))
+
+    def record(self, eqn: Eqn, ins: Sequence, outs: Sequence) -> None:
+        if self.limit is None:
+            return
+        if eqn.primitive in P.ELEMENTWISE or eqn.primitive in _FUSED_SHAPE_OPS:
+            tree = frozenset().union(*(self._of(v) for a, v in zip(eqn.inputs, ins)
+                                       if not isinstance(a, Literal)))
+            for value in outs:
+                self.reads[value] = tree
 
 
 def _location(eqn: Eqn):
