@@ -906,3 +906,20 @@ def test_place_and_multidimensional_histograms():
         np.testing.assert_allclose(e, e_np, rtol=1e-6)
     np.testing.assert_allclose(dense_dd, np.histogramdd(sample, bins=3, density=True)[0],
                                rtol=1e-5)
+
+
+def test_core_names():
+    from pyree import core
+    closed = pyree.make_jaxpr(lambda x, y: x * 2 + y)(3.0, jnp.ones(2))
+    (out,) = core.eval_jaxpr(closed.jaxpr, closed.consts, 4.0, jnp.arange(2.0))
+    np.testing.assert_array_equal(np.asarray(out), [8.0, 9.0])
+    seen = []
+
+    @pyree.jit
+    def f(x):
+        seen.append(isinstance(x, core.Tracer) and isinstance(x.aval, core.ShapedArray))
+        return x
+
+    f(1.0)
+    assert seen == [True] and core.max_dim(3, 4) == 4 and core.min_dim(3, 4) == 3
+    assert pyree.core is core
