@@ -233,9 +233,11 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
             ct = next(it) if nz else None
             ct = ad.instantiate(ct) if ct is not None else _zeros_for(p)
             p_aval = get_aval(p)
-            if p_aval.weak_type and get_aval(ct).dtype == p_aval.dtype:
-                # As in JAX, the cotangent of a Python number is weakly typed too (grad at
-                # 3.0 plus a bfloat16 array stays bfloat16).
+            if (p_aval.weak_type and get_aval(ct).dtype == p_aval.dtype
+                    and p_aval.dtype.kind == "f"):
+                # As in JAX, the cotangent of a Python float is weakly typed too (grad at 3.0
+                # plus a bfloat16 array stays bfloat16). Not a complex one: JAX builds those
+                # from real and imaginary parts with a strong zero.
                 from pyree.numpy._util import convert
                 ct = convert(ct, p_aval.dtype, True)
             result.append(ct)
