@@ -249,6 +249,43 @@ def conv_benchmarks(rounds: int) -> list:
     return rows
 
 
+# -- sorting (issue 21) ----------------------------------------------------------------------------
+
+SORT_SIZES = (1_000, 100_000, 10_000_000)
+
+
+def bench_sort(rounds: int, what: str, n: int, eager: bool = False) -> dict:
+    """``jnp.sort``, ``jnp.argsort`` or ``jnp.cumsum(jnp.sort(x))`` of ``n`` standard normal
+    float32, jitted (or eager: op by op), pyree and JAX on the same data; sorts must agree
+    exactly."""
+    x = np.random.RandomState(0).randn(n).astype(np.float32)
+
+    def make(lib):
+        jnp = lib.numpy
+        fn = {"sort": jnp.sort, "argsort": jnp.argsort,
+              "cumsum(sort)": lambda x: jnp.cumsum(jnp.sort(x))}[what]
+        return fn if eager else lib.jit(fn)
+    exact = what != "cumsum(sort)"
+    return _contest(make, (x,), max(3, rounds // 2) if n >= 1_000_000 else rounds,
+                    rtol=0 if exact else 1e-5, atol=0 if exact else 1e-3 * np.sqrt(n))
+
+
+def sort_benchmarks(rounds: int) -> list:
+    """(name, run, bar) rows of the sorting workloads: a 3-size sweep of sort and argsort, the
+    issue's cumsum(sort) of 100k floats, jitted and eager."""
+    rows = []
+    for what in ("sort", "argsort"):
+        for n in SORT_SIZES:
+            rows.append((f"jnp.{what} {n:,} f32, jit",
+                         lambda what=what, n=n: bench_sort(rounds, what, n), 1.0))
+    for eager in (False, True):
+        rows.append((f"jnp.cumsum(jnp.sort(x)) 100,000 f32, {'eager' if eager else 'jit'}",
+                     lambda eager=eager: bench_sort(rounds, "cumsum(sort)", 100_000, eager), 1.0))
+    rows.append(("jnp.sort 100,000 f32, eager",
+                 lambda: bench_sort(rounds, "sort", 100_000, eager=True), 1.0))
+    return rows
+
+
 FIRST_CALL = textwrap.dedent("""
     import sys, time
     import numpy as np
@@ -345,6 +382,7 @@ def main() -> None:
         ("matmul 1000x1000 f32", lambda: bench_matmul(args.rounds), 1.5),
     ]
     benchmarks += conv_benchmarks(args.rounds)
+    benchmarks += sort_benchmarks(args.rounds)
     from ad import benchmarks as ad_benchmarks  # gradients: benchmarks/ad.py (imports this file)
     benchmarks += ad_benchmarks(args.rounds)
     from vmap import benchmarks as vmap_benchmarks  # benchmarks/vmap.py

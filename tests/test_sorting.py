@@ -33,14 +33,14 @@ def run(request):
     return lambda f, *args: pyree.jit(f)(*args)
 
 
-@pytest.fixture(params=["eager", "jit", "network"])
+@pytest.fixture(params=["eager", "jit", "radix"])
 def run_sort(request, monkeypatch):
-    """``run`` plus "network": jitted with every sort lowered to the bitonic network, however
-    short (for the tests of the sort primitive itself)."""
+    """``run`` plus "radix": jitted with every sort lowered to the radix sort, however short
+    (jitted short sorts take the rank sort; for the tests of the sort primitive itself)."""
     if request.param == "eager":
         return lambda f, *args: f(*args)
-    if request.param == "network":
-        monkeypatch.setattr(sorting, "ALWAYS_NETWORK", True)
+    if request.param == "radix":
+        monkeypatch.setattr(sorting, "RANK_SORT_MAX", 0)
     return lambda f, *args: pyree.jit(f)(*args)
 
 
@@ -158,7 +158,7 @@ def test_sort_does_not_modify_its_operands(run_sort):
     same(y, np.array([30., 10., 20.], np.float32))
 
 
-# -- the bitonic network (long static sorts) ------------------------------------------------------
+# -- the rank and radix sorts (static sorts) ---------------------------------------------------------
 
 def _special_floats(rng, n):
     """n float32s with NaNs, infinities, both zeros and many ties."""
@@ -172,10 +172,12 @@ def _jax_order(x):
     return np.argsort(np.where(x == 0, np.float32(0), x), kind="stable")
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 37, 1000, 5000])
-def test_network_matches_numpy(n, monkeypatch):
-    # Short lengths reach the network only when forced; 1000 and 5000 take it on their own.
-    monkeypatch.setattr(sorting, "ALWAYS_NETWORK", n < 1000)
+@pytest.mark.parametrize("n,rank_max", [(1, 0), (2, 0), (3, 0), (37, 0), (37, 1024), (1000, 1024),
+                                        (1000, 0), (5000, 1024), (70000, 1024)])
+def test_rank_and_radix_sort_match_numpy(n, rank_max, monkeypatch):
+    # rank_max 0: every length takes the radix sort; else lengths up to 1024 the rank sort.
+    # 70000: more tiles than one level of the radix pass's prefix sums holds (32 * 32 * 32 / 16).
+    monkeypatch.setattr(sorting, "RANK_SORT_MAX", rank_max)
     rng = np.random.default_rng(n)
     x = _special_floats(rng, n)
     k1 = rng.integers(-3, 3, n).astype(np.int32)
@@ -215,8 +217,9 @@ def test_network_matches_numpy(n, monkeypatch):
     same(sk, np.sort(k1))
 
 
-def test_network_batch_and_dimension(monkeypatch):
-    monkeypatch.setattr(sorting, "ALWAYS_NETWORK", True)
+@pytest.mark.parametrize("rank_max", [0, 1024])
+def test_sort_batch_and_dimension(rank_max, monkeypatch):
+    monkeypatch.setattr(sorting, "RANK_SORT_MAX", rank_max)
     rng = np.random.default_rng(7)
     keys = rng.integers(0, 5, (3, 21, 2)).astype(np.int32)
     floats = _special_floats(rng, 3 * 21 * 2).reshape(3, 21, 2)
@@ -242,12 +245,13 @@ def test_network_batch_and_dimension(monkeypatch):
     same(sb, np.sort(b, axis=0))
 
 
-def test_network_choice():
-    # The cost model: short single rows keep stablehlo.sort; long rows or many rows, the network.
-    assert not sorting._use_network((100,), 0)
-    assert sorting._use_network((1000,), 0)
-    assert sorting._use_network((64, 64), 1)
-    assert not sorting._use_network((8, 8), 0)
+def test_eager_static_choice():
+    # Eagerly, short single rows keep the shape-polymorphic stablehlo.sort; long rows or many
+    # rows are compiled for their shape (rank or radix sort).
+    assert not sorting._eager_static((100,), 0)
+    assert sorting._eager_static((1000,), 0)
+    assert sorting._eager_static((64, 64), 1)
+    assert not sorting._eager_static((8, 8), 0)
 
 
 # -- jnp.sort / argsort / lexsort -------------------------------------------------------------------
@@ -600,11 +604,11 @@ def test_vmap():
         same(keys[i], w[np.argsort(x.T[:, i], kind="stable")])
 
 
-def test_eager_long_sort_takes_the_network():
-    # Eagerly, a sort the network does faster is compiled for its shape (see sorting.py).
+def test_eager_long_sort_is_compiled_for_its_shape():
+    # Eagerly, a long sort is compiled for its shape (the radix sort here, see sorting.py).
     from pyree.transpiler import sorting
     rng = np.random.RandomState(3)
     x = rng.randn(3000).astype(np.float32)
-    assert sorting._use_network(x.shape, 0)
+    assert sorting._eager_static(x.shape, 0)
     np.testing.assert_array_equal(np.asarray(jnp.sort(x)), np.sort(x))
     np.testing.assert_array_equal(np.asarray(jnp.argsort(x)), np.argsort(x, kind="stable"))
