@@ -612,3 +612,25 @@ def test_eager_long_sort_is_compiled_for_its_shape():
     assert sorting._eager_static(x.shape, 0)
     np.testing.assert_array_equal(np.asarray(jnp.sort(x)), np.sort(x))
     np.testing.assert_array_equal(np.asarray(jnp.argsort(x)), np.argsort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("n,m", [(100_000, 50_000), (3000, 5000), (70, 70), (5000, 1)])
+def test_searchsorted_binary_search_matches_numpy(n, m):
+    # Beyond 4096 pairs jnp.searchsorted is a binary search (ties, NaNs last, sorter).
+    rng = np.random.RandomState(n)
+    a = np.sort(np.round(rng.randn(n) * 10).astype(np.float32))
+    a[-3:] = np.nan
+    v = np.round(rng.randn(m) * 12).astype(np.float32)
+    v[::17] = np.nan
+    perm = rng.permutation(n)
+    shuffled, sorter = a[perm], np.argsort(perm).astype(np.int32)
+    for side in ("left", "right"):
+        want = np.searchsorted(a, v, side=side)
+        f = pyree.jit(lambda a, v, s: (jnp.searchsorted(a, v, side=side),
+                                       jnp.searchsorted(a, v, side=side, sorter=s)))
+        got, got_sorter = f(a, v, np.arange(n, dtype=np.int32))
+        same(got, want.astype(np.int32))
+        same(pyree.jit(lambda a, v, s: jnp.searchsorted(a, v, side=side, sorter=s))(
+            shuffled, v, sorter), want.astype(np.int32))
+        if n * m < 10 ** 7:
+            same(jnp.searchsorted(a, v, side=side), want.astype(np.int32))

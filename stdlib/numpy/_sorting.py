@@ -215,6 +215,9 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
 _SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
 # Above this many comparisons, searchsorted counts over blocks of `a` in a loop.
 _SEARCH_BLOCK_ELEMENTS = 1 << 22
+# Longer searches are binary searches (1000 into 1000 floats under jit: counting 1.26 ms with
+# the sort before it, JAX 0.26 ms).
+_SEARCH_COUNT_ELEMENTS = 1 << 12
 
 
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
@@ -223,8 +226,10 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     ``v``'s shape. ``side='left'`` gives the first suitable position, ``'right'`` the last.
     NaNs are ordered last, as ``sort`` places them.
 
-    Each index is a count of the elements of ``a`` before ``v`` (all ``method`` values compute
-    it so; the count does not depend on the order of ``a``, so ``sorter`` needs no gather).
+    When ``len(a) * v.size`` is small, each index is a count of the elements of ``a`` before
+    ``v`` (one vectorized comparison of all pairs; the count does not depend on the order of
+    ``a``, so ``sorter`` needs no gather); otherwise, and for ``method='compare_all'`` in
+    blocks, a binary search of ``a`` (which must then be sorted, as NumPy requires).
 
     Example::
 
@@ -267,6 +272,24 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
                 valid, shape=(k, m), broadcast_dimensions=(0,)))
         return _count(before, (0,))
 
+    if n * m > _SEARCH_COUNT_ELEMENTS and method != "compare_all":
+        # A binary search of the sorted `a` (as NumPy requires): ceil(log2(n + 1)) halvings,
+        # each a gather of m elements. Counting all n * m pairs took 4.5 s for 100k into 100k
+        # floats (JAX 35 ms).
+        from ._indexing import take
+        if sorter is not None:
+            a = take(a, sorter)
+        lo = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(m,), broadcast_dimensions=())
+        hi = P.broadcast_in_dim_p.bind(typed_scalar(n, _I32), shape=(m,), broadcast_dimensions=())
+        one = typed_scalar(1, _I32)
+        for _ in range(n.bit_length()):
+            mid = P.shift_right_logical_p.bind(P.add_p.bind(lo, hi), one)
+            at = take(a, P.min_p.bind(mid, typed_scalar(n - 1, _I32)), mode="clip")
+            right = _less(at, flat_v) if side == "left" else P.not_p.bind(_less(flat_v, at))
+            right = P.and_p.bind(right, P.lt_p.bind(lo, hi))
+            lo = P.select_p.bind(right, P.add_p.bind(mid, one), lo)
+            hi = P.select_p.bind(right, hi, P.min_p.bind(mid, hi))
+        return lax.reshape(lo, v_shape)
     if n * m <= _SEARCH_BLOCK_ELEMENTS:
         counts = count_before(a)
     else:
