@@ -634,3 +634,26 @@ def test_searchsorted_binary_search_matches_numpy(n, m):
             shuffled, v, sorter), want.astype(np.int32))
         if n * m < 10 ** 7:
             same(jnp.searchsorted(a, v, side=side), want.astype(np.int32))
+
+
+def test_complex128_sort_under_jit(x64):
+    # The sorts' pads and scatter inits of complex128 were 128-bit splats IREE cannot compile.
+    rng = np.random.default_rng(3)
+    for n in (7, 1500):
+        z = rng.normal(size=n) + 1j * rng.normal(size=n)
+        z[::3] = z[::3].real                 # ties in the real part: ordered by the imaginary
+        np.testing.assert_array_equal(np.asarray(pyree.jit(jnp.sort)(z)), np.sort(z))
+        np.testing.assert_array_equal(np.asarray(pyree.jit(jnp.argsort)(z)),
+                                      np.argsort(z, kind="stable"))
+
+
+@pytest.mark.parametrize("n", [7, 1500])
+def test_two_64_bit_keys_under_jit(x64, n):
+    # One pass over two 64-bit keys failed to compile in IREE 3.13; they sort key by key.
+    rng = np.random.default_rng(n)
+    a, b = rng.integers(0, 3, size=n), rng.normal(size=n).round(1)
+    c = np.arange(n, dtype=np.float32)
+    got = pyree.jit(lambda *o: lax.sort(o, num_keys=2))(a, b, c)
+    order = np.lexsort((b, a))
+    for g, want in zip(got, (a, b, c)):
+        np.testing.assert_array_equal(np.asarray(g), want[order])

@@ -105,9 +105,56 @@ def _sort_lowering(ctx: RuleContext, *operands, dimension, is_stable, num_keys, 
     avals = ctx.avals_in
     if not ctx.dynamic and 0 in avals[0].shape:
         return list(operands)
+    if any(a.dtype == np.complex128 for a in avals):
+        return _sort_complex128_as_parts(ctx, operands, dimension, is_stable, num_keys,
+                                         descending, total_order)
+    if not ctx.dynamic and sum(a.dtype.itemsize == 8 for a in avals[:num_keys]) > 1:
+        # IREE 3.13 fails to compile the radix and rank sorts of two 64-bit keys ("'stream.yield'
+        # op used resource not listed in explicit captures"; one 64-bit key, or one with 32-bit
+        # ones, compiles). The sorts are stable: sorting by each key in turn, the last key
+        # first, orders by all of them.
+        values = list(operands)
+        for k in reversed(range(num_keys)):
+            order = [k] + [i for i in range(len(values)) if i != k]
+            sub = RuleContext(ctx.lowering, [avals[i] for i in order],
+                              [avals[i] for i in order], ctx.dyn)
+            moved = _sort_lowering(sub, *[values[i] for i in order], dimension=dimension,
+                                   is_stable=True, num_keys=1, descending=descending,
+                                   total_order=total_order)
+            for position, i in enumerate(order):
+                values[i] = moved[position]
+        return values
     if not ctx.dynamic and _fits(avals[0].shape, dimension):
         return _custom_sort(ctx, operands, dimension, num_keys, descending, total_order)
     return _stablehlo_sort(ctx, operands, dimension, num_keys, descending, total_order)
+
+
+def _sort_complex128_as_parts(ctx: RuleContext, operands, dimension, is_stable, num_keys,
+                              descending, total_order):
+    """Complex128 operands sorted as their float64 parts: a complex key is two keys (real,
+    then imaginary: the lexicographic order of complex numbers). IREE 3.13 fails to compile
+    complex128 fills and loop carries ("'stream.async.splat' op operand #0 must be ...
+    integer, but got 'i128'", "'stream.yield' op used resource not listed in explicit
+    captures")."""
+    parts, part_avals, keys = [], [], 0
+    for i, (x, aval) in enumerate(zip(operands, ctx.avals_in)):
+        pieces = ([(hlo(f, ctx.type(aval.update(dtype=np.float64)), x),
+                    aval.update(dtype=np.float64)) for f in ("real", "imag")]
+                  if aval.dtype == np.complex128 else [(x, aval)])
+        parts += [p for p, _ in pieces]
+        part_avals += [a for _, a in pieces]
+        keys += len(pieces) if i < num_keys else 0
+    sub = RuleContext(ctx.lowering, part_avals, part_avals, ctx.dyn)
+    sorted_parts = iter(_sort_lowering(sub, *parts, dimension=dimension, is_stable=is_stable,
+                                       num_keys=keys, descending=descending,
+                                       total_order=total_order))
+    out = []
+    for aval in ctx.avals_in:
+        if aval.dtype == np.complex128:
+            out.append(hlo("complex", ctx.type(aval), next(sorted_parts), next(sorted_parts)))
+        else:
+            out.append(next(sorted_parts))
+    return out
 
 
 def _stablehlo_sort(ctx: RuleContext, operands, dimension, num_keys, descending, total_order):
@@ -372,6 +419,14 @@ def _permute(ctx: RuleContext, values: list, dtypes: list, dest, n: int) -> list
     """Each of ``values`` (rank 1, ``n`` elements) with element i moved to ``dest[i]``."""
     out = []
     for v, d in zip(values, dtypes):
+        if np.dtype(d) == np.complex128:
+            # IREE 3.13 fills a complex128 tensor with a 128-bit integer splat it cannot
+            # compile ("'stream.async.splat' op operand #0 must be ... integer, but got
+            # 'i128'"): the parts move as float64.
+            parts = [hlo(f, _t((n,), np.float64), v) for f in ("real", "imag")]
+            re, im = _permute(ctx, parts, [np.float64, np.float64], dest, n)
+            out.append(hlo("complex", _t((n,), d), re, im))
+            continue
         # A fresh tagged init per scatter: IREE 3.13 merges equal splats, and two scatters
         # into one merged init then share (and overwrite) one buffer.
         init = fresh_copy(_full(0, (n,), d), ShapedArray((n,), np.dtype(d)),
@@ -414,6 +469,11 @@ def _inclusive_cumsum(x, rows: int, m: int) -> Any:
 
 def _pad_last(x, dtype, rows: int, length: int, padded: int, fill) -> Any:
     """``x`` (``(rows, length)``) padded with ``fill`` to ``(rows, padded)``."""
+    if np.dtype(dtype) == np.complex128:   # (a complex128 fill is an i128 splat: see _permute)
+        f64 = np.dtype(np.float64)
+        parts = [_pad_last(hlo(f, _t((rows, length), f64), x), f64, rows, length, padded,
+                           hlo(f, _t((), f64), fill)) for f in ("real", "imag")]
+        return hlo("complex", _t((rows, padded), dtype), *parts)
     return hlo("pad", _t((rows, padded), dtype), x, fill, edge_padding_low=i64_array([0, 0]),
                edge_padding_high=i64_array([0, padded - length]),
                interior_padding=i64_array([0, 0]))
