@@ -227,6 +227,7 @@ def clear_caches() -> None:
     jit_module._forget_fast_paths()
     eager._kernels.clear()
     eager._static_programs.clear()
+    eager._static_by_signature.clear()
     eager._scalar_cache.clear()
     rcompile.clear_memory_cache()
 

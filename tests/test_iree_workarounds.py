@@ -307,3 +307,45 @@ def test_three_solves_in_one_program():
     np.testing.assert_allclose(got[1], np.linalg.solve(h, y), rtol=1e-4)
     sym = np.triu(a) + np.triu(a, 1).T
     np.testing.assert_allclose(got[2], np.linalg.solve(sym, y), rtol=1e-4)
+
+
+def _ramp_crossing(np_, slope, offset, x0, y0, vx, vy):
+    # y0 + vy t + g t^2 / 2 = slope (x0 + vx t) + offset: both roots and the heights there.
+    a, b, c = -4.9, vy - slope * vx, y0 - slope * x0 - offset
+    root = np_.sqrt(b * b - 4 * a * c)            # NaN where the path misses the line
+    t1, t2 = (-b - root) / (2 * a), (-b + root) / (2 * a)
+    return t1, t2, y0 + vy * t1 - 4.9 * t1 ** 2, y0 + vy * t2 - 4.9 * t2 ** 2
+
+
+def _ramp_landing(np_, xs, x0, y0, vx, vy):
+    """Where a thrown ball first lands on a ramp of 24 segments, as a distance from a target:
+    a Python loop of if/elif/continue on traced values, returning from inside."""
+    for i in range(len(xs) - 1):
+        top, bottom = 10.0 - 0.1 * i, 10.0 - 0.1 * (i + 1)
+        slope = (bottom - top) / (xs[i + 1] - xs[i])
+        offset = bottom - (xs[i + 1] + 10.0) * slope
+        t1, t2, y1, y2 = _ramp_crossing(np_, slope, offset, x0, y0, vx, vy)
+        if t1 > 0 and bottom < y1 and y1 < top:
+            t, y = t1, y1
+        elif t2 > 0 and bottom < y2 and y2 < top:
+            t, y = t2, y2
+        else:
+            continue
+        return np_.sqrt((x0 + vx * t - 10.0) ** 2 + (y - 8.0) ** 2)
+    return 0.0
+
+
+def test_gradient_through_nested_branches_of_many_values():
+    # Eagerly, grad runs the conds this makes (17 operands, 25 results, one nested in the
+    # other) as modules; IREE 3.13's VM left a buffer null in one ("ref is null; while
+    # invoking native function hal.buffer.subspan", or "indirect buffer reference slot 0 is
+    # out range"): the nested branch handed back values from outside it. They get barriers
+    # (lower.own_buffers); JAX's physical_optimization example does this.
+    xs = np.random.default_rng(0).uniform(size=25).astype(np.float32)
+    args = (0.0, 5.0, 8.0, 8.5)
+    got = np.asarray(pyree.grad(lambda h: _ramp_landing(jnp, h, *args))(jnp.asarray(xs)))
+    eps, x64 = 1e-6, xs.astype(np.float64)
+    want = np.array([(_ramp_landing(np, x64 + eps * e, *args)
+                      - _ramp_landing(np, x64 - eps * e, *args)) / (2 * eps) for e in np.eye(25)])
+    assert np.count_nonzero(want) == 2    # the segment it lands on; zeros elsewhere, not NaN
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-6)

@@ -128,3 +128,22 @@ def test_gradient_at_a_python_number_is_weakly_typed():
     assert not pyree.grad(lambda x: x ** 2)(jnp.float32(3.0)).aval.weak_type
     gx, gy = pyree.grad(lambda x, y: x * y, argnums=(0, 1))(3.0, jnp.ones(()))
     assert gx.aval.weak_type and not gy.aval.weak_type
+
+
+def test_grad_of_python_if_outside_jit_differentiates_the_branch_taken():
+    """As JAX (which runs the `if` on the concrete value): a NaN derivative of a value only
+    the branch not taken reads does not reach the gradient."""
+    def f(x):
+        s = jnp.sqrt(x - 2.0)            # NaN for x < 2
+        if s > 0:
+            return s * 2
+        elif x > 0.5:
+            return x ** 3
+        return 0.0 * x
+
+    assert float(pyree.grad(f)(1.0)) == 3.0
+    assert float(pyree.grad(f)(0.25)) == 0.0
+    np.testing.assert_allclose(float(pyree.grad(f)(3.0)), 1.0, rtol=1e-6)   # d/dx 2 sqrt(x - 2)
+    np.testing.assert_allclose(float(pyree.grad(pyree.grad(f))(3.0)), -0.5, rtol=1e-5)
+    value, grad = pyree.value_and_grad(f)(1.0)
+    assert (float(value), float(grad)) == (1.0, 3.0)

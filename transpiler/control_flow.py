@@ -100,6 +100,7 @@ def _lower_region_outputs(ctx: RuleContext, region: IR, args: Sequence,
     sub = Lowering(ctx.dynamic)
     sub._input_views = ctx.lowering._input_views
     sub.in_loop = ctx.lowering.in_loop or loop_body
+    sub.in_region = True
     return sub.lower_ir(region, list(args))
 
 
@@ -150,7 +151,10 @@ def _cond_lowering(ctx: RuleContext, index, *operands, branches):
         block = ir.Block.create_at_start(region, [])
         with ir.InsertionPoint(block):
             outs = _lower_region_outputs(ctx, branch, operands)
-            outs = own_buffers(outs, block, ctx.lowering.in_loop)
+            # Inside a loop or another branch, values from outside the branch get barriers too
+            # (own_buffers): an eager cond of 17 operands nested in a cond (physical_optimization
+            # under grad) ran into a null buffer without them.
+            outs = own_buffers(outs, block, ctx.lowering.in_loop or ctx.lowering.in_region)
             op("stablehlo.return", [], outs)
     return list(if_op.results)
 

@@ -13,12 +13,14 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from pyree.runtime.array import Array
+
 from . import ad
 from .ad import (UndefinedPrimal, Zero, instantiate, is_undefined, jvp_eval, jvp_rules,
                  partial_eval_rules, tangent_aval, transpose_ir, transpose_rules)
 from .control_flow import cond_p, scan_p, trace_region, while_p
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
-from .trace import TypedScalar, bind, get_aval, located
+from .trace import TypedScalar, bind, current_builder, get_aval, located
 
 
 # -- splitting a region ----------------------------------------------------------------------------
@@ -152,8 +154,19 @@ def _cond_transpose(cts, index, *ops, branches):
     if is_undefined(index):
         raise TypeError("a cond's branch index cannot be linear")
     linear = [is_undefined(o) for o in ops]
-    t_branches = tuple(transpose_ir(b, linear) for b in branches)
     nonlinear = [o for o in ops if not is_undefined(o)]
+    if isinstance(index, Array) and current_builder() is None:
+        # grad outside jit: the branch taken is known, as when JAX runs a Python `if` on a
+        # concrete value. Only it is transposed, eagerly, and an operand it does not use gets
+        # a symbolic zero, so the operations that made that operand are not differentiated: a
+        # NaN derivative of a value only the other branch reads (sqrt of a negative number)
+        # does not turn the gradient into NaN (0 * NaN), where JAX gives 0.
+        taken = branches[min(max(int(np.asarray(index)), 0), len(branches) - 1)]
+        lin = ad.Linearized(ClosedIR(taken, []), linear)
+        in_cts = ad.backward_pass(lin, ad.forward_pass(lin, nonlinear), list(cts))
+        it = iter(in_cts)
+        return [None] + [next(it) if lin_ else None for lin_ in linear]
+    t_branches = tuple(transpose_ir(b, linear) for b in branches)
     ct_values = [instantiate(ct) for ct in cts]
     outs = cond_p.bind(index, *nonlinear, *ct_values, branches=t_branches)
     it = iter(outs)

@@ -185,10 +185,10 @@ def own_buffers(values: Sequence, block, barrier_outside: bool = False) -> list:
     values get their copy, without the barrier; barriers there made IREE fail to compile
     ("operand #1 does not dominate this use").
 
-    ``barrier_outside``: values from outside the block get a barrier too. Inside loops a branch
-    that hands back an outer value (the ``else`` of ``if p: x = ...``) otherwise fails alike;
-    outside loops such a barrier does harm instead (a top-level case returning a barrier of an
-    argument gave a null output buffer). Tensors of unknown shape get nothing: IREE cannot
+    ``barrier_outside``: values from outside the block get a barrier too. Inside loops (and
+    inside another branch) a branch that hands back an outer value (the ``else`` of
+    ``if p: x = ...``) otherwise fails alike; at the top level such a barrier does harm
+    instead (a top-level case returning a barrier of an argument gave a null output buffer). Tensors of unknown shape get nothing: IREE cannot
     resolve the dimensions of a barrier's result ("'tensor.dim' op unexpected during shape
     cleanup")."""
     result, seen = [], set()
@@ -282,8 +282,10 @@ class Lowering:
         self.platform = _platform.get()
         # Values that may share storage with the function's inputs (see aliases_input).
         self._input_views: set = set()
-        # Whether the code being emitted is inside a loop's body (see control_flow's conds).
+        # Whether the code being emitted is inside a loop's body, or inside any region (a
+        # branch or a loop): see control_flow's conds.
         self.in_loop = False
+        self.in_region = False
         self._tags = 0
 
     def new_tag(self) -> int:
