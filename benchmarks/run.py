@@ -370,6 +370,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="rounds per benchmark (median)")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--only", help="run the benchmarks whose name contains this")
     args = parser.parse_args()
 
     print(f"pyree {pyree.__version__}; JAX {jax.__version__ if jax else 'not installed'}; "
@@ -391,6 +392,8 @@ def main() -> None:
     benchmarks += runtime_benchmarks(args.rounds)
     rows, results = [], {}
     for name, run, bar in benchmarks:
+        if args.only and args.only not in name:
+            continue
         times = run()
         results[name] = times
         ratio = times["pyree"] / times["jax"] if "jax" in times else None
