@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import compare, jax, run_alone  # noqa: E402  (jax is None when it is not installed)
+from run import _contest, compare, jax, run_alone  # noqa: E402  (jax is None when it is not installed)
 
 import pyree  # noqa: E402
 
@@ -122,18 +122,8 @@ def rnn_inputs():
 
 def bench_rnn_grad(rounds: int, loss: str) -> dict:
     params, xs = rnn_inputs()
-    contestants, results = {}, {}
-    for name, lib, _, jnp, lax in _libraries():
-        grad = make_rnn_grad(lib, jnp, lax, loss)
-        args = lib.device_put((params, xs))
-        contestants[name] = (lambda grad=grad, args=args, lib=lib:
-                             lib.block_until_ready(grad(*args)))
-        results[name] = grad(*args)
-    if "jax" in results:
-        for got, want in zip(pyree.tree_util.tree_leaves(results["pyree"]),
-                             jax.tree_util.tree_leaves(results["jax"])):
-            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-3)
-    return compare(contestants, rounds)
+    return _contest(lambda lib: make_rnn_grad(lib, lib.numpy, lib.lax, loss), (params, xs),
+                    rounds)
 
 
 def benchmarks(rounds: int) -> list:
