@@ -513,7 +513,14 @@ def _rank_sort(ctx, rows_in: list, dtypes: list, rows: int, length: int, num_key
     words = []
     for x, d in zip(rows_in[:num_keys], dtypes[:num_keys]):
         words += [w for w, _ in _key_words(x, d, flat, total_order, descending)]
-    before = _compare_int(_iota(square, 1), _iota(square, 2), "LT", square)
+    # The tie-break "j before i" made an op of its own per sort (a zero hidden behind a
+    # tagged barrier): CSE merged it across the sorts of one module, and IREE then fused the
+    # shared comparison badly (two 1000-element sorts in one module: 12 ms, alone 0.2 ms each).
+    tag = ctx.lowering.new_tag()
+    hidden = op("stablehlo.optimization_barrier", [_t((), _I32)], [scalar_like(tag, _I32)]).result
+    offset = _bcast(hlo("subtract", _t((), _I32), hidden, scalar_like(tag, _I32)), square, [])
+    before = _compare_int(hlo("add", _i32t(square), _iota(square, 1), offset), _iota(square, 2),
+                          "LT", square)
     bool_t = _t(square, np.bool_)
     for w in reversed(words):
         # Computed once, not in each comparison (IREE fuses the key computation into the
