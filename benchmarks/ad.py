@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import _contest, compare, jax, run_alone  # noqa: E402  (jax is None when it is not installed)
+from run import _contest, compare, jax, run_alone  # noqa: E402  (jax: None if not installed)
 
 import pyree  # noqa: E402
 

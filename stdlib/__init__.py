@@ -45,8 +45,8 @@ _ATTRIBUTES = {
     "tree_structure": "pyree.tree_util",
     "pure_callback": "pyree.transpiler.host_callbacks",
 }
-_SUBMODULES = {"numpy", "lax", "nn", "tree_util", "tree", "errors", "config", "dtypes", "runtime", "core",
-               "test_util", "random", "debug", "scipy", "example_libraries", "sharding",
+_SUBMODULES = {"numpy", "lax", "nn", "tree_util", "tree", "errors", "config", "dtypes", "runtime",
+               "core", "test_util", "random", "debug", "scipy", "example_libraries", "sharding",
                "transpiler", "ad_checkpoint"}
 
 

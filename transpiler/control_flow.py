@@ -93,6 +93,12 @@ def _cond_abstract_eval(index: ShapedArray, *operands: ShapedArray, branches: tu
 abstract_eval_rules[cond_p] = _cond_abstract_eval
 
 
+def taken_branch(branches: Sequence[IR], index: Any) -> IR:
+    """The branch a concrete ``index`` picks, clamped into range as ``switch`` does (eager
+    conds and their transposes outside jit run it alone)."""
+    return branches[min(max(int(np.asarray(index)), 0), len(branches) - 1)]
+
+
 def _lower_region_outputs(ctx: RuleContext, region: IR, args: Sequence,
                           loop_body: bool = False) -> list:
     """Emit ``region`` on ``args`` at the insertion point; ``loop_body``: it is (part of) the

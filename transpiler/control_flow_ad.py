@@ -18,7 +18,7 @@ from pyree.runtime.array import Array
 from . import ad
 from .ad import (UndefinedPrimal, Zero, instantiate, is_undefined, jvp_eval, jvp_rules,
                  partial_eval_rules, tangent_aval, transpose_ir, transpose_rules)
-from .control_flow import cond_p, scan_p, trace_region, while_p
+from .control_flow import cond_p, scan_p, taken_branch, trace_region, while_p
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
 from .trace import TypedScalar, bind, current_builder, get_aval, located
 
@@ -161,8 +161,7 @@ def _cond_transpose(cts, index, *ops, branches):
         # a symbolic zero, so the operations that made that operand are not differentiated: a
         # NaN derivative of a value only the other branch reads (sqrt of a negative number)
         # does not turn the gradient into NaN (0 * NaN), where JAX gives 0.
-        taken = branches[min(max(int(np.asarray(index)), 0), len(branches) - 1)]
-        lin = ad.Linearized(ClosedIR(taken, []), linear)
+        lin = ad.Linearized(ClosedIR(taken_branch(branches, index), []), linear)
         in_cts = ad.backward_pass(lin, ad.forward_pass(lin, nonlinear), list(cts))
         it = iter(in_cts)
         return [None] + [next(it) if lin_ else None for lin_ in linear]

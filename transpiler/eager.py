@@ -157,21 +157,15 @@ def _apply_cond(arrays: Sequence[Array], avals_out: Sequence[ShapedArray], branc
     null; while invoking native function hal.buffer_view.create"). Only the branch taken
     runs, so its effects (prints, callbacks) are the only ones, and nothing is compiled
     but the branch's eager kernels."""
-    from .ir import Literal
-    index, operands = arrays[0], arrays[1:]
-    taken = branches[min(max(int(np.asarray(index)), 0), len(branches) - 1)]
-    env = dict(zip(taken.in_vars, operands))
-
-    def read(atom):
-        if isinstance(atom, Literal):
-            return TypedScalar(atom.value, atom.aval.dtype, atom.aval.weak_type)
-        return env[atom]
-
+    from .ad import read_env
+    from .control_flow import taken_branch
+    taken = taken_branch(branches, arrays[0])
+    env = dict(zip(taken.in_vars, arrays[1:]))
     # Unchecked, as one compiled cond was: debug_nans checks the cond's results (apply).
     for eqn in taken.eqns:
-        env.update(zip(eqn.outputs, apply_unchecked(eqn.primitive, [read(a) for a in eqn.inputs],
-                                                    eqn.params)))
-    outs = [to_array(read(a), device) for a in taken.outs]
+        env.update(zip(eqn.outputs, apply_unchecked(
+            eqn.primitive, [read_env(env, a) for a in eqn.inputs], eqn.params)))
+    outs = [to_array(read_env(env, a), device) for a in taken.outs]
     return [o if o.aval == aval else view(o, aval) for o, aval in zip(outs, avals_out)]
 
 

@@ -188,9 +188,9 @@ def own_buffers(values: Sequence, block, barrier_outside: bool = False) -> list:
     ``barrier_outside``: values from outside the block get a barrier too. Inside loops (and
     inside another branch) a branch that hands back an outer value (the ``else`` of
     ``if p: x = ...``) otherwise fails alike; at the top level such a barrier does harm
-    instead (a top-level case returning a barrier of an argument gave a null output buffer). Tensors of unknown shape get nothing: IREE cannot
-    resolve the dimensions of a barrier's result ("'tensor.dim' op unexpected during shape
-    cleanup")."""
+    instead (a top-level case returning a barrier of an argument gave a null output buffer).
+    Tensors of unknown shape get nothing: IREE cannot resolve the dimensions of a barrier's
+    result ("'tensor.dim' op unexpected during shape cleanup")."""
     result, seen = [], set()
     i32_t = tensor_type(ShapedArray((), np.dtype(np.int32)))
     for index, value in enumerate(values):

@@ -233,7 +233,7 @@ def _stablehlo_sort(ctx: RuleContext, operands, dimension, num_keys, descending,
 lowering_rules[sort_p] = _sort_lowering
 
 
-# -- rank sort and radix sort -----------------------------------------------------------------------
+# -- rank sort and radix sort ----------------------------------------------------------------------
 #
 # What IREE 3.13 runs for stablehlo.sort on the CPU (dispatches dumped with
 # --iree-hal-dump-executable-sources-to): one iree_linalg_ext.sort per sort, lowered to its
@@ -501,6 +501,14 @@ def _from_rows(x, aval, dimension) -> Any:
     return x
 
 
+def _hidden_zero(value) -> Any:
+    """An int32 scalar zero IREE cannot fold or hoist past ``value``: ``value`` behind a
+    barrier, less ``value`` (a tagged constant makes it an op of its own; a loop-carried value
+    keeps it in the loop)."""
+    hidden = op("stablehlo.optimization_barrier", [value.type], [value]).result
+    return hlo("subtract", _t((), _I32), hidden, value)
+
+
 def _rank_sort(ctx, rows_in: list, dtypes: list, rows: int, length: int, num_keys: int,
                descending: bool, total_order: bool) -> list:
     """Each element's place is the number of elements before it in the order (its rank):
@@ -516,9 +524,7 @@ def _rank_sort(ctx, rows_in: list, dtypes: list, rows: int, length: int, num_key
     # The tie-break "j before i" made an op of its own per sort (a zero hidden behind a
     # tagged barrier): CSE merged it across the sorts of one module, and IREE then fused the
     # shared comparison badly (two 1000-element sorts in one module: 12 ms, alone 0.2 ms each).
-    tag = ctx.lowering.new_tag()
-    hidden = op("stablehlo.optimization_barrier", [_t((), _I32)], [scalar_like(tag, _I32)]).result
-    offset = _bcast(hlo("subtract", _t((), _I32), hidden, scalar_like(tag, _I32)), square, [])
+    offset = _bcast(_hidden_zero(scalar_like(ctx.lowering.new_tag(), _I32)), square, [])
     before = _compare_int(hlo("add", _i32t(square), _iota(square, 1), offset), _iota(square, 2),
                           "LT", square)
     bool_t = _t(square, np.bool_)
@@ -585,8 +591,7 @@ def _radix_pass(ctx, carried: list, dtypes: list, word_of, shift, rows: int, til
     # "j earlier than i" is then computed in the rank's dispatch, not hoisted out of the loop
     # as a constant tensor that each pass reads and the sorts of one module share (two 100k
     # sorts in one module: 33 ms, one alone 10.5 ms).
-    hidden = op("stablehlo.optimization_barrier", [shift.type], [shift]).result
-    zero = _bcast(hlo("subtract", _t((), _I32), hidden, shift), s4, [])
+    zero = _bcast(_hidden_zero(shift), s4, [])
     earlier = _compare_int(hlo("add", _i32t(s4), _iota(s4, 3), zero), _iota(s4, 2), "LT", s4)
     rank = _count8(hlo("and", _t(s4, np.bool_), same, earlier), s4, 3)
     # Each tile's histogram, digit-major: its exclusive prefix sums over (digit, tile) are

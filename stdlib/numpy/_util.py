@@ -110,7 +110,8 @@ def promote_dtypes_numeric(*args: Any) -> list:
 
 def broadcast_shapes(*shapes: Sequence[int], error: type = ValueError) -> tuple:
     """NumPy's broadcasting of shapes; the error (ValueError, as jnp.broadcast_shapes,
-    broadcast_to and where raise) names all shapes and the user's line. Example: ``broadcast_shapes((3, 1), (4,))`` -> (3, 4)"""
+    broadcast_to and where raise) names all shapes and the user's line.
+    Example: ``broadcast_shapes((3, 1), (4,))`` -> (3, 4)"""
     try:
         return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     except ValueError:
