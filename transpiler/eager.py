@@ -211,6 +211,10 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
         target = arrays[0]._device if arrays else default_device()
         return [device_put_numpy(np.zeros(a.shape, a.dtype), target, a.weak_type)
                 for a in avals_out]
+    if primitive is P.dynamic_update_slice_p and avals_in[1].size == 0:
+        # Writing nothing leaves the operand (Arrays are immutable); the kernel would run with
+        # no workgroups (CUDA_ERROR_INVALID_VALUE, and IREE's CUDA device is lost after it).
+        return [view(arrays[0], avals_out[0])]
     if primitive.name == "cond":
         return _apply_cond(arrays, avals_out, params["branches"], device)
     static_when = STATIC_SHAPE_WHEN.get(primitive)

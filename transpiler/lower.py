@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import os
 import threading
 from typing import Any, Callable, Optional, Sequence
 
@@ -263,11 +264,15 @@ class RuleContext:
 # form depends on the hardware read it (float32 contractions on CUDA, see _dot_general_rule).
 # Set by the entry points below for one lowering; sub-lowerings of regions inherit it.
 _platform = contextvars.ContextVar("pyree_lowering_platform", default="cpu")
+# PYREE_LOWER_AS=cuda lowers every module as for that platform whatever device runs it: the
+# tests run the GPU's forms on the CPU this way (tests/test_gpu_forms_on_cpu.py), so CI checks
+# their values without a GPU. A testing aid, not an option for users.
+LOWER_AS = os.environ.get("PYREE_LOWER_AS") or None
 
 
 @contextlib.contextmanager
 def _lowering_for(platform: str):
-    token = _platform.set(platform)
+    token = _platform.set(LOWER_AS or platform)
     try:
         yield
     finally:
@@ -337,7 +342,11 @@ class Lowering:
 # `sum(x * (i + 1) for i, x in enumerate(xs))` over 40 arrays, which JAX computes). Lowering
 # counts the buffers each elementwise value's tree reads and materializes the operands of an
 # op whose trees together read more than this many, behind a barrier IREE does not fuse across.
-FUSION_INPUT_LIMIT = {"cpu": 24, "cuda": 10, "vulkan": 10}
+# On GPUs 12, not less: with 10 the barriers it placed made IREE fail on two programs (the GP
+# example's float64 gradient: a stream-dominance error compiling; two complex solves in one
+# program: "indirect buffer reference slot 0 is out range" at run time), which 12 compiles and
+# runs right (2026-11-27, the GPU forms run on the CPU).
+FUSION_INPUT_LIMIT = {"cpu": 24, "cuda": 12, "vulkan": 12}
 # What IREE fuses into one elementwise dispatch besides P.ELEMENTWISE.
 _FUSED_SHAPE_OPS = frozenset({P.broadcast_in_dim_p, P.reshape_p, P.transpose_p})
 
@@ -1481,13 +1490,44 @@ lowering_rules[P.transpose_p] = _transpose_rule
 lowering_rules[P.rev_p] = _rev_rule
 
 
+# IREE 3.13's CUDA code generator mis-addresses a slice that is not one contiguous block of its
+# operand when it fuses the slice into a consumer that indexes it: on an H200 (2026-11-27)
+# jit(lambda x: x[i, 1:4]) of a 4x5 matrix read row 2 of the slice at the slice's row stride (3)
+# in the operand (stride 5), giving x[1, 2:5] for x[2, 1:4]; eager (the slice in a dispatch of
+# its own) and the CPU were right. On GPUs such a slice is computed into a buffer of its own
+# (a barrier keeps consumers from fusing it). PYREE_GPU_SLICE_BARRIERS=0 turns this off, to
+# check whether a newer IREE still needs it.
+GPU_SLICE_BARRIERS = os.environ.get("PYREE_GPU_SLICE_BARRIERS", "1") != "0"
+
+
+def is_contiguous_slice(shape: Sequence[int], start_indices: Sequence[int],
+                        limit_indices: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a slice's elements are one contiguous run of its (row-major) operand's: unit
+    strides, leading dimensions of extent 1, then one partial dimension, then whole ones.
+
+    Example: ``is_contiguous_slice((4, 5), (1, 0), (3, 5), (1, 1))`` is True (rows 1-2);
+    ``is_contiguous_slice((4, 5), (0, 1), (4, 4), (1, 1))`` is False (columns 1-3)."""
+    if any(s != 1 for s in strides):
+        return False
+    extents = [hi - lo for lo, hi in zip(start_indices, limit_indices)]
+    first = 0
+    while first < len(extents) and extents[first] == 1:
+        first += 1
+    return all(extents[d] == shape[d] for d in range(first + 1, len(shape)))
+
+
 def _slice_rule(ctx: RuleContext, x, *, start_indices, limit_indices, strides):
     if ctx.dynamic:
         return op("stablehlo.real_dynamic_slice", [ctx.out_type()],
                   [x, shape_tensor(ctx.dyn["start_indices"]),
                    shape_tensor(ctx.dyn["limit_indices"]), shape_tensor(ctx.dyn["strides"])]).result
-    return hlo("slice", ctx.out_type(), x, start_indices=i64_array(start_indices),
-               limit_indices=i64_array(limit_indices), strides=i64_array(strides))
+    out = hlo("slice", ctx.out_type(), x, start_indices=i64_array(start_indices),
+              limit_indices=i64_array(limit_indices), strides=i64_array(strides))
+    if (ctx.lowering.platform != "cpu" and GPU_SLICE_BARRIERS and ctx.avals_out[0].size
+            and not is_contiguous_slice(ctx.avals_in[0].shape, start_indices, limit_indices,
+                                        strides)):
+        out = op("stablehlo.optimization_barrier", [out.type], [out]).result
+    return out
 
 
 lowering_rules[P.slice_p] = _slice_rule
@@ -1528,6 +1568,8 @@ def _dynamic_slice_rule(ctx: RuleContext, x, *starts, slice_sizes):
 def _dynamic_update_slice_rule(ctx: RuleContext, x, update, *starts):
     if not starts:  # rank 0: the update is the result
         return update
+    if not ctx.dynamic and ctx.avals_in[1].size == 0:  # nothing to write
+        return x
     starts = _index_scalars(starts, ctx.avals_in[2:])
     if not ctx.lowering.aliases_input(x):
         return _update_slice(ctx, x, update, starts)
@@ -1734,6 +1776,9 @@ def _reduction_rule(prim) -> Callable:
             body_name = "or" if name == "maximum" else "and"
         else:
             body_name = name
+        if (name in ("minimum", "maximum") and dtype.kind == "i" and ctx.dynamic
+                and ctx.lowering.platform != "cpu"):
+            return _signed_extremum_as_unsigned(ctx, x, prim, axes)
         acc_dtype = dtype
         # Half-precision sums accumulate in float32, then round once.
         if prim is P.reduce_sum_p and dtype in (np.dtype(np.float16), np.dtype(bfloat16)):
@@ -1777,6 +1822,27 @@ def _reduction_rule(prim) -> Callable:
 
 for _prim in _REDUCERS:
     lowering_rules[_prim] = _reduction_rule(_prim)
+
+
+def _signed_extremum_as_unsigned(ctx: RuleContext, x, prim, axes):
+    """The min or max of signed integers as that of unsigned ones: flipping the sign bit maps
+    the signed order onto the unsigned one. IREE 3.13's CUDA code for a signed min/max
+    reduction of unknown shape (eager kernels) combines the threads' partial results with the
+    *unsigned* operation's neutral element (`min.s32 %r, %r, -1`, `max.s32 %r, %r, 0` in the
+    PTX), so jnp.min of [3, 1, 0, 7] was -1 on an H200 (2026-11-27); its unsigned reductions
+    and those of known shape are right."""
+    in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
+    unsigned = np.dtype(f"uint{8 * in_aval.dtype.itemsize}")
+    sign = np.iinfo(in_aval.dtype).min
+    flipped = hlo("xor", ctx.type(in_aval), x, _splat(ctx, sign, in_aval, x))
+    ux = hlo("bitcast_convert", ctx.type(in_aval.update(dtype=unsigned)), flipped)
+    body = "minimum" if prim is P.reduce_min_p else "maximum"
+    scalar_t = tensor_type(ShapedArray((), unsigned))
+    reduced = _reduce(ctx, [ux], [scalar_like(_identity(prim, unsigned), unsigned)], [unsigned],
+                      tuple(axes), [out_aval.update(dtype=unsigned)],
+                      lambda a, b: [hlo(body, scalar_t, a, b)])[0]
+    back = hlo("bitcast_convert", ctx.out_type(), reduced)
+    return hlo("xor", ctx.out_type(), back, _splat(ctx, sign, out_aval, back))
 
 
 # Float sums of long axes are summed in blocks: a sum of n floats accumulated one after the
