@@ -12,6 +12,7 @@ import pyree.numpy as jnp
 from pyree import lax
 from pyree.runtime.compile import DATA_TILING_MARK
 
+from conftest import cpu_only
 from test_conv import conv_ref, same_pads, to_layout
 
 RNG = np.random.RandomState(1)
@@ -135,6 +136,7 @@ def _lowered(f, *args):
     return pyree.jit(f).lower(*args).as_text()
 
 
+@cpu_only("the CPU lowering's channels-last forms")
 def test_forms_in_the_lowered_module():
     x, w = np.ones((2, 3, 8, 8), np.float32), np.ones((4, 3, 3, 3), np.float32)
     nchw = _lowered(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"), x, w)

@@ -84,8 +84,9 @@ def test_precision_and_batch_matmul():
     b = np.random.default_rng(1).normal(size=(4, 3, 5)).astype(np.float32)
     np.testing.assert_allclose(lax.batch_matmul(a, b), a @ b, rtol=1e-5)
     for p in (None, lax.Precision.HIGHEST, "highest", (lax.Precision.HIGH, "default")):
+        # (atol: HIGH is three bf16 products on a GPU, ~1e-6 of the operands' scale)
         np.testing.assert_allclose(lax.dot_general(a[0], b[0], (((1,), (0,)), ((), ())), p),
-                                   a[0] @ b[0], rtol=1e-5)
+                                   a[0] @ b[0], rtol=1e-5, atol=1e-5)
     assert lax.Precision.from_any("float32") is lax.Precision.HIGHEST
     with pytest.raises(ValueError, match="unknown precision"):
         lax.dot(a[0], b[0], precision="fast")
@@ -340,7 +341,7 @@ def test_default_device_places_arrays_and_computations():
     import os
     import subprocess
     import sys
-    env = dict(os.environ, PYREE_NUM_CPU_DEVICES="2")
+    env = dict(os.environ, PYREE_NUM_CPU_DEVICES="2", PYREE_PLATFORM="cpu")
     done = subprocess.run([sys.executable, "-c", _DEFAULT_DEVICE], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

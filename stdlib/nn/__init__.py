@@ -241,7 +241,10 @@ def squareplus(x: Any, b: Any = 4) -> Any:
         nn.squareplus(jnp.array([0.0]))           # [1.]
     """
     x = _inexact(x, "squareplus")
-    return (x + jnp.sqrt(x * x + b)) / 2
+    root = jnp.sqrt(x * x + b)
+    # For x < 0 the sum cancels (x = -30: 1 ulp of the root is 6e-5 of the result); the same
+    # value as b / (2 (root - x)) adds two positive terms.
+    return jnp.where(x < 0, b / (2 * (root - x)), (x + root) / 2)
 
 
 def sparse_plus(x: Any) -> Any:

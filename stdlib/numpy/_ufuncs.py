@@ -950,8 +950,9 @@ def spacing(x: Any) -> Any:
         jnp.spacing(jnp.array([1.0]))   # [1.1920929e-07]
     """
     (x,) = _real_inexact("spacing", x)
-    from pyree._lax_special import sign_bit
-    away = P.select_p.bind(sign_bit(x), _full_like(x, -np.inf), _full_like(x, np.inf))
+    # (x < 0, not x's sign bit: NumPy's spacing(-0.0) is the smallest positive subnormal)
+    away = P.select_p.bind(P.lt_p.bind(x, _full_like(x, 0)), _full_like(x, -np.inf),
+                           _full_like(x, np.inf))
     return P.sub_p.bind(lax.nextafter(x, away), x)
 
 
