@@ -146,7 +146,7 @@ _compiler_version: Optional[str] = None
 def cache_key(mlir_text: str, flags: Sequence[str]) -> str:
     h = hashlib.sha256()
     h.update(compiler_version().encode())
-    h.update(b"\0".join(f.encode() for f in flags))
+    h.update(b"\0".join(f.encode() for f in GLOBAL_COMPILER_OPTIONS + tuple(flags)))
     h.update(b"\0\0")
     h.update(mlir_text.encode())
     return h.hexdigest()
@@ -456,13 +456,19 @@ _compile_options_lock = threading.Lock()
 # a 784-1024-1024-10 MLP (batch 128) or the stax MNIST and VAE examples; the check only
 # fails compiles, it changes no code: with it off LLVM compiles those vectors, and the
 # results are right (tests/test_iree_workarounds.py).
-_GLOBAL_COMPILER_OPTIONS = ("--iree-llvmcpu-fail-on-large-vector=false",)
+# IREE binds each result of a dispatch separately even when all of them live in one buffer,
+# and its runtimes refuse dispatches of more than 32 buffers (16 with CUDA): the second
+# derivative of a 3-step scan fused into a dispatch of 10 inputs and 7 outputs, 17 bindings
+# (a CUDA failure on the H200, 2026-11-27). Aliasing the mutable bindings of one buffer makes
+# those outputs one binding (10 in all; the CPU's reverse pytree scan 13 -> 6).
+GLOBAL_COMPILER_OPTIONS = ("--iree-llvmcpu-fail-on-large-vector=false",
+                           "--iree-stream-resource-alias-mutable-bindings=true")
 
 
 @functools.lru_cache(maxsize=None)
 def _set_global_compiler_options() -> None:
     from iree.compiler.api import ctypes_dl
-    ctypes_dl._initializeGlobalCL("pyree", *_GLOBAL_COMPILER_OPTIONS)
+    ctypes_dl._initializeGlobalCL("pyree", *GLOBAL_COMPILER_OPTIONS)
 
 
 def _run_compiler(mlir_text: str, flags: Sequence[str]) -> tuple[Optional[bytes], list[str]]:
