@@ -283,7 +283,25 @@ def sort_benchmarks(rounds: int) -> list:
                      lambda eager=eager: bench_sort(rounds, "cumsum(sort)", 100_000, eager), 1.0))
     rows.append(("jnp.sort 100,000 f32, eager",
                  lambda: bench_sort(rounds, "sort", 100_000, eager=True), 1.0))
+    for n, k in ((1_000, 8), (100_000, 8), (100_000, 100), (10_000_000, 4)):
+        rows.append((f"lax.top_k {n:,} f32, k={k}, jit",
+                     lambda n=n, k=k: bench_top_k(rounds, n, k), 1.0))
+    rows.append(("jnp.unique 1,000 int32 (size=1000), jit", lambda: bench_unique(rounds), 1.0))
     return rows
+
+
+def bench_top_k(rounds: int, n: int, k: int) -> dict:
+    """``lax.top_k`` of ``n`` standard normal float32 (values and indices must agree exactly)."""
+    x = np.random.RandomState(0).randn(n).astype(np.float32)
+    return _contest(lambda lib: lib.jit(lambda x: lib.lax.top_k(x, k)), (x,),
+                    max(3, rounds // 2) if n >= 1_000_000 else rounds, rtol=0, atol=0)
+
+
+def bench_unique(rounds: int) -> dict:
+    """``jnp.unique`` of 1000 integers in [0, 300), with a static ``size`` (jit needs one)."""
+    x = np.random.RandomState(0).randint(0, 300, 1000).astype(np.int32)
+    return _contest(lambda lib: lib.jit(lambda x: lib.numpy.unique(x, size=1000, fill_value=0)),
+                    (x,), rounds, rtol=0, atol=0)
 
 
 FIRST_CALL = textwrap.dedent("""

@@ -9,7 +9,7 @@ import numpy as np
 from pyree.transpiler import primitives as P
 from pyree.transpiler import sorting
 from pyree.transpiler.source import where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.trace import TypedScalar, get_aval
 
 __all__ = ["sort", "sort_key_val", "top_k"]
 
@@ -92,6 +92,8 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
     if not 0 <= k <= n:
         raise ValueError(f"top_k: k={k} must be between 0 and the size of axis {d} ({n})"
                          f"{where(None)}")
+    if 0 < k <= TOP_K_LOOPED_ROUNDS and n >= TOP_K_ROUNDS_FROM and aval.dtype.itemsize <= 4:
+        return _top_k_by_rounds(operand, k, d)
     positions = P.iota_p.bind(dtype=np.dtype(np.int32), shape=aval.shape, dimension=d)
     values, indices = _bind([operand, positions], d, True, 1, descending=True,
                             total_order=True)
@@ -103,4 +105,117 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
                                 strides=strides)
         indices = P.slice_p.bind(indices, start_indices=start, limit_indices=limit,
                                  strides=strides)
+    return values, indices
+
+
+# A few of the largest entries of a long axis, without sorting it (a rank sort's O(n^2)
+# comparisons, a radix sort's ~16 passes with scatters): the axis in blocks of b entries, each
+# block's largest key (one pass over the data); the k blocks of largest maxima hold the k
+# largest entries (with ties, the lower block first: each entry outside them has k entries
+# ahead of it, those blocks' maxima); then k rounds over those k * b candidates, each taking
+# the largest key (the lower position among equal ones) and masking it. Up to TOP_K_ROUNDS
+# rounds are written out, up to TOP_K_LOOPED_ROUNDS run in a loop; more, or short axes, sort.
+# Measured here (jit, float32, 2 cores, a test suite running beside), pyree / JAX, before ->
+# after: 1k k=8 0.18 ms -> 0.018 ms (JAX 0.016); 100k k=8 22.2 -> 0.148 ms (JAX 0.200);
+# 10M k=4 3.24 s -> 42.7 ms (JAX 111.7 ms); 100k k=100 17-27 -> 6.5 ms (JAX 0.26 ms: the
+# loop's ~30 us per round is the cost there).
+TOP_K_ROUNDS = 8
+TOP_K_LOOPED_ROUNDS = 256
+TOP_K_ROUNDS_FROM = 64
+TOP_K_BLOCKS_FROM = 2048
+
+
+def _total_order_keys(x: Any, dtype: np.dtype) -> tuple[Any, Any]:
+    """Signed integer keys ordered as ``x`` is in IEEE's total order (-NaN < -inf < ... <
+    -0.0 < 0.0 < ... < inf < NaN; integers and booleans as they are), all above the key type's
+    minimum (the mark of a taken entry), and that minimum."""
+    from pyree import lax
+    if P.kind(dtype) == "f":
+        bits_t = np.dtype(f"int{8 * dtype.itemsize}")
+        bits = lax.bitcast_convert_type(x, bits_t)
+        # Negative floats: flip the magnitude bits, so that larger magnitudes order lower.
+        sign = P.shift_right_arithmetic_p.bind(
+            bits, TypedScalar(8 * dtype.itemsize - 1, bits_t, False))
+        key = P.xor_p.bind(bits, P.and_p.bind(sign, TypedScalar(np.iinfo(bits_t).max, bits_t,
+                                                                False)))
+        key_t = np.dtype(np.int32)
+        key = P.convert_element_type_p.bind(key, new_dtype=key_t, weak_type=False)
+        # (only the -NaN of all-ones bits maps to the minimum: it joins the next -NaN)
+        key = P.max_p.bind(key, TypedScalar(np.iinfo(key_t).min + 1, key_t, False))
+    else:
+        key_t = np.dtype(np.int64) if dtype.itemsize == 4 else np.dtype(np.int32)
+        key = P.convert_element_type_p.bind(x, new_dtype=key_t, weak_type=False)
+    return key, TypedScalar(np.iinfo(key_t).min, key_t, False)
+
+
+def _largest_rounds(keys: Any, positions: Any, k: int, taken: Any) -> Any:
+    """k rounds over the last axis of ``keys``: the position (from ``positions``, ties to the
+    lower one) of the largest key not yet taken, then that key marked ``taken``. Returns the k
+    positions along a last axis. Up to TOP_K_ROUNDS rounds are written out, more run in a loop."""
+    from pyree import lax
+    import pyree.numpy as jnp
+    shape = get_aval(keys).shape
+    last = len(shape) - 1
+    # (primitives, not jnp: the keys may be int64 whatever enable_x64 says)
+    full = lambda value: P.broadcast_in_dim_p.bind(value, shape=shape, broadcast_dimensions=())
+    along = lambda reduced: P.broadcast_in_dim_p.bind(reduced, shape=shape,
+                                                      broadcast_dimensions=tuple(range(last)))
+    unreachable, marks = full(TypedScalar(np.iinfo(np.int32).max, np.int32, False)), full(taken)
+
+    def round_(keys):
+        top = along(P.reduce_max_p.bind(keys, axes=(last,)))
+        pick = P.reduce_min_p.bind(P.select_p.bind(P.eq_p.bind(keys, top), positions,
+                                                   unreachable), axes=(last,))
+        keys = P.select_p.bind(P.eq_p.bind(positions, along(pick)), marks, keys)
+        return lax.expand_dims(pick, (last,)), keys
+
+    if k <= TOP_K_ROUNDS:
+        picks = []
+        for _ in range(k):
+            pick, keys = round_(keys)
+            picks.append(pick)
+        return jnp.concatenate(picks, axis=-1) if k > 1 else picks[0]
+
+    def step(r, carry):
+        keys, picks = carry
+        pick, keys = round_(keys)
+        return keys, lax.dynamic_update_slice_in_dim(picks, pick, r, axis=picks.ndim - 1)
+
+    lead = get_aval(keys).shape[:-1]
+    picks = jnp.zeros(lead + (k,), np.int32)
+    return lax.fori_loop(0, k, step, (keys, picks))[1]
+
+
+def _top_k_by_rounds(operand: Any, k: int, d: int) -> tuple[Any, Any]:
+    from pyree import lax
+    import pyree.numpy as jnp
+    aval = get_aval(operand)
+    last = aval.ndim - 1
+    order = [i for i in range(aval.ndim) if i != d] + [d]
+    x = operand if d == last else lax.transpose(operand, order)
+    lead, n = get_aval(x).shape[:-1], get_aval(x).shape[-1]
+    keys, taken = _total_order_keys(x, aval.dtype)
+    # Blocks of b ~ sqrt(n / k): the two rounds' shares, n / b and k * b, about equal.
+    b = max(16, int(np.sqrt(n / k)))
+    blocks = -(-n // b)
+    if n >= TOP_K_BLOCKS_FROM and blocks >= k and k * b < n:
+        if blocks * b != n:
+            padding = P.broadcast_in_dim_p.bind(taken, shape=lead + (blocks * b - n,),
+                                                broadcast_dimensions=())
+            keys = P.concatenate_p.bind(keys, padding, dimension=len(lead))
+        keys = keys.reshape(lead + (blocks, b))
+        block_ids = lax.broadcasted_iota(np.int32, lead + (blocks,), len(lead))
+        maxima = P.reduce_max_p.bind(keys, axes=(len(lead) + 1,))
+        chosen = _largest_rounds(maxima, block_ids, k, taken)                   # lead + (k,)
+        candidates = jnp.take_along_axis(keys, chosen[..., None], axis=-2)      # (k, b)
+        offsets = lax.broadcasted_iota(np.int32, lead + (k, b), len(lead) + 1)
+        positions = (chosen[..., None] * np.int32(b) + offsets).reshape(lead + (k * b,))
+        keys = candidates.reshape(lead + (k * b,))
+    else:
+        positions = lax.broadcasted_iota(np.int32, lead + (n,), len(lead))
+    indices = _largest_rounds(keys, positions, k, taken)
+    values = jnp.take_along_axis(x, indices, axis=-1)
+    if d != last:
+        back = [int(i) for i in np.argsort(order)]
+        values, indices = lax.transpose(values, back), lax.transpose(indices, back)
     return values, indices

@@ -92,6 +92,47 @@ def test_lax_sort_order_and_top_k(run_sort):
     same(i3, np.array([2, 8, 3], np.int32))
 
 
+def _total_order_top_k(x, k):
+    """NumPy's top_k in IEEE's total order (-NaN < -inf < ... < -0.0 < 0.0 < ... < NaN), ties to
+    the lower index, along the last axis."""
+    if x.dtype.kind == "f":
+        bits = x.astype(np.float32).view(np.int32).astype(np.int64)
+        keys = np.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    else:
+        keys = x.astype(np.int64)
+    indices = np.argsort(-keys, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, indices, -1), indices.astype(np.int32)
+
+
+@pytest.mark.parametrize("k", [3, 20])
+def test_top_k_of_long_axes(k):
+    # Long axes take the block maxima and rounds of lax.top_k (not a sort): blocks padded past
+    # the end, ties across blocks, NaNs of both signs, integers at their minimum, rows.
+    rng = np.random.default_rng(5)
+    floats = rng.integers(0, 4, 6001).astype(np.float32)
+    floats[[7, 3000, 5999]] = [np.nan, -np.nan, np.inf]
+    cases = [rng.normal(size=10007).astype(np.float32), floats, np.full(4096, 2.0, np.float32),
+             rng.integers(-3, 3, size=(2, 5000)).astype(np.int32),
+             np.array([-2 ** 31, 5, -2 ** 31, 7] * 600, np.int32),
+             rng.integers(0, 2, size=(3, 3000)).astype(np.int8), rng.random(3000) > 0.5,
+             rng.normal(size=300).astype(np.float32)]
+    top = pyree.jit(lambda *xs: [lax.top_k(x, k) for x in xs])
+    for (values, indices), x in zip(top(*cases), cases):
+        want_values, want_indices = _total_order_top_k(x, k)
+        same(indices, want_indices)
+        np.testing.assert_array_equal(np.asarray(values), want_values)
+    # Another axis, vmap, and the gradient (to the entries taken).
+    x = rng.normal(size=(3000, 3)).astype(np.float32)
+    values, indices = lax.top_k(jnp.asarray(x).T, k)
+    same(indices, _total_order_top_k(x.T, k)[1])
+    batched = pyree.vmap(lambda row: lax.top_k(row, k))(x.T)
+    same(batched[1], _total_order_top_k(x.T, k)[1])
+    grad = pyree.grad(lambda row: jnp.sum(lax.top_k(row, k)[0] * np.arange(k)))(x[:, 0])
+    want = np.zeros(3000, np.float32)
+    want[_total_order_top_k(x[:, 0], k)[1]] = np.arange(k)
+    np.testing.assert_array_equal(np.asarray(grad), want)
+
+
 def test_lax_sort_other_dtypes(run_sort):
     run = run_sort
     u = np.array([[3, 1, 200], [0, 255, 4]], np.uint8)
