@@ -79,6 +79,29 @@ def _resize_last(x: Any, size: int) -> Any:
     return P.pad_p.bind(x, fill, padding_config=((0, size - n, 0),))
 
 
+def _scatter_to(dest: Any, values: Any, n: int) -> Any:
+    """A rank-1 array of length ``n`` holding ``values[i]`` at ``dest[i]`` (distinct
+    destinations; those out of range are dropped; other entries 0): a permutation or a stable
+    partition in O(n), where sorting by the destination compares every pair (rank sort) or
+    makes a radix sort's passes (jnp.unique of 1000 integers: 4.1 ms with two sorts)."""
+    dtype = get_aval(values).dtype
+    zeros = P.broadcast_in_dim_p.bind(typed_scalar(0, dtype), shape=(n,), broadcast_dimensions=())
+    numbers = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                          scatter_dims_to_operand_dims=(0,))
+    return lax.scatter(zeros, lax.reshape(dest, (get_aval(dest).shape[0], 1)), values, numbers,
+                       unique_indices=True, mode="drop")
+
+
+def _first_of_runs(is_new: Any) -> tuple[Any, Any]:
+    """(each element's run number, where each run's first element goes when the runs' first
+    elements are moved to the front in order: its run number; elsewhere n, out of range)."""
+    n = get_aval(is_new).shape[0]
+    run_id = P.sub_p.bind(_cumsum_last(convert(is_new, _I32)), typed_scalar(1, _I32))
+    dest = P.select_p.bind(is_new, run_id, P.broadcast_in_dim_p.bind(
+        typed_scalar(n, _I32), shape=(n,), broadcast_dimensions=()))
+    return run_id, dest
+
+
 def _isnan(x: Any) -> Any:
     return P.ne_p.bind(x, x)
 
@@ -367,10 +390,10 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     else:
         is_new = P.broadcast_in_dim_p.bind(True, shape=(0,), broadcast_dimensions=())
     count = _count(is_new, (0,))
-    # The first element of each run, in order: a stable sort by "is not new" puts them first.
-    compacted = _sort([P.not_p.bind(is_new)] + sorted_keys + [permutation, positions], 0)
-    unique_keys = compacted[1:1 + num_keys]
-    first_index, starts = compacted[1 + num_keys], compacted[2 + num_keys]
+    # The first element of each run, in order, moved to the front.
+    run_id, dest = _first_of_runs(is_new)
+    unique_keys = [_scatter_to(dest, k, n) for k in sorted_keys]
+    first_index, starts = _scatter_to(dest, permutation, n), _scatter_to(dest, positions, n)
 
     counts = None
     if return_counts and n:
@@ -421,8 +444,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
             first_index = fill(first_index, first)
         outputs.append(first_index)
     if return_inverse:
-        run_id = P.sub_p.bind(_cumsum_last(convert(is_new, _I32)), typed_scalar(1, _I32))
-        inverse = _sort([permutation, run_id], 0)[1]
+        inverse = _scatter_to(permutation, run_id, n)
         if axis_ is None:
             inverse = lax.reshape(inverse, aval.shape)
         outputs.append(inverse)
@@ -871,7 +893,8 @@ def _compact_unique(name: str, values: Any, keep: Any, size: Optional[int], fill
     else:
         is_new = kept
     count = _count(is_new, (0,))
-    _, result, first_pos = _sort([P.not_p.bind(is_new), sorted_values, sorted_positions], 0)
+    dest = _first_of_runs(is_new)[1]
+    result, first_pos = _scatter_to(dest, sorted_values, n), _scatter_to(dest, sorted_positions, n)
     length = _concrete_count(count, name) if size is None else size
     result, first_pos = _resize_last(result, length), _resize_last(first_pos, length)
     if size is not None and length:
