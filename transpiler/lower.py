@@ -1829,8 +1829,8 @@ def _signed_extremum_as_unsigned(ctx: RuleContext, x, prim, axes):
     the signed order onto the unsigned one. IREE 3.13's CUDA code for a signed min/max
     reduction of unknown shape (eager kernels) combines the threads' partial results with the
     *unsigned* operation's neutral element (`min.s32 %r, %r, -1`, `max.s32 %r, %r, 0` in the
-    PTX), so jnp.min of [3, 1, 0, 7] was -1 on an H200 (2026-11-27); its unsigned reductions
-    and those of known shape are right."""
+    PTX), so jnp.min of [3, 1, 0, 7] was -1 on an H200 (2026-11-27). Its unsigned reductions,
+    and the signed ones of known shape, have no such constant in their PTX."""
     in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
     unsigned = np.dtype(f"uint{8 * in_aval.dtype.itemsize}")
     sign = np.iinfo(in_aval.dtype).min
