@@ -84,13 +84,15 @@ def _bundle_sizes(count: int) -> list[int]:
 
 
 def _marker() -> Optional[str]:
-    """The file whose creation claims this cache directory's warm-up (for this kernel list
-    and compiler), or None when the disk cache is off."""
+    """The file whose creation claims this cache directory's warm-up (for this kernel list,
+    compiler and process-wide compiler options: what the kernels' cache keys depend on), or
+    None when the disk cache is off."""
     if not config.disk_cache:
         return None
     try:
         with open(KERNELS_FILE, "rb") as f:
-            digest = hashlib.sha256(f.read() + rcompile.compiler_version().encode()).hexdigest()
+            digest = hashlib.sha256(f.read() + rcompile.compiler_version().encode() + "\0".join(
+                rcompile.GLOBAL_COMPILER_OPTIONS).encode()).hexdigest()
     except OSError:
         return None
     return os.path.join(rcompile.cache_dir(), f"eager-warmup-{digest[:16]}")
