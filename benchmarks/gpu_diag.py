@@ -20,7 +20,7 @@ import tempfile
 
 import numpy as np
 
-GROUPS = ("gather", "scalar", "fft", "sort", "updates")
+GROUPS = ("slices", "scalar", "fft", "sort", "updates")
 CONFIGS = {
     "cpu": {"PYREE_PLATFORM": "cpu"},
     "cpu-caller-storage": {"PYREE_PLATFORM": "cpu", "PYREE_CALLER_STORAGE_PLATFORMS": "cpu"},
@@ -44,7 +44,7 @@ def _cases():
     a8 = np.array([5, 1, 5, 2, 9, 1], np.int32)
     jit = pyree.jit
     groups = {
-        "gather": {
+        "slices": {  # gathers from slices, and other consumers of strided slices
             "jit x[i]": lambda: jit(lambda x: x[i])(x),
             "eager x[i]": lambda: jnp.asarray(x)[i],
             "jit x[i,1:4]": lambda: jit(lambda x: x[i, 1:4])(x),
@@ -142,11 +142,11 @@ def _eager_chain(jnp):
 
 
 def _run_group(group: str, out: str) -> None:
+    import pyree
     cases = _cases()[group]
     results = {}
     for name, case in cases.items():
         try:
-            import pyree
             value = pyree.tree_util.tree_map(np.asarray, case())
             results[name] = ("ok", value)
         except Exception as e:   # recorded, compared below
@@ -183,11 +183,10 @@ def main() -> None:
     if args.group:
         return _run_group(args.group, args.out)
     configs = args.configs.split(",")
-    groups = GROUPS
     tmp = tempfile.mkdtemp()
     procs = {}
     for config in configs:
-        for group in groups:
+        for group in GROUPS:
             out = os.path.join(tmp, f"{config}-{group}.pkl")
             env = dict(os.environ, **CONFIGS[config])
             procs[config, group] = (subprocess.Popen(

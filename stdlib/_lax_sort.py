@@ -181,8 +181,7 @@ def _largest_rounds(keys: Any, positions: Any, k: int, taken: Any) -> Any:
         pick, keys = round_(keys)
         return keys, lax.dynamic_update_slice_in_dim(picks, pick, r, axis=picks.ndim - 1)
 
-    lead = get_aval(keys).shape[:-1]
-    picks = jnp.zeros(lead + (k,), np.int32)
+    picks = jnp.zeros(shape[:-1] + (k,), np.int32)
     return lax.fori_loop(0, k, step, (keys, picks))[1]
 
 

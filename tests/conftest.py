@@ -18,6 +18,19 @@ if not ON_CPU:
     pyree.config.update("default_matmul_precision", "highest")
 
 
+def cuda_ptx(mlir_text: str, out_dir) -> str:
+    """The PTX IREE generates for a module's dispatches, compiled for pyree's CUDA device (not
+    opened: compiling for it needs no GPU), its files written under ``out_dir``."""
+    import glob
+    from iree.compiler import compile_str
+    from pyree.runtime import compile as rcompile
+    from pyree.runtime.device import Device
+    text, flags = rcompile.prepare_module(mlir_text, Device("cuda").compile_flags)
+    compile_str(text, extra_args=list(flags) + [
+        f"--iree-hal-dump-executable-binaries-to={out_dir}"])
+    return "".join(open(p).read() for p in glob.glob(os.path.join(str(out_dir), "*.ptx")))
+
+
 def cpu_only(reason: str):
     """Skip a test that is about the CPU backend when the suite runs on another platform."""
     return pytest.mark.skipif(not ON_CPU, reason=f"CPU backend only: {reason}")

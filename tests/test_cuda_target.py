@@ -1,7 +1,6 @@
 """The CUDA architecture pyree compiles for comes from the device (issue 20, item 2), can be set
 by hand, and is part of every compile-cache key. CI has no GPU: these tests compile for CUDA
 and read the PTX."""
-import glob
 import os
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from pyree.dtypes import bfloat16
 from pyree.runtime import compile as rcompile
 from pyree.runtime import device as device_module
 from pyree.runtime.device import Device, cuda_target_for
+
+from conftest import cuda_ptx
 
 # The tensor-core checks are about JAX's default precision, whatever the suite set.
 pytestmark = pytest.mark.usefixtures("jax_default_matmul_precision")
@@ -61,13 +62,7 @@ def test_target_set_by_hand_and_in_the_cache_key(cuda_target):
 
 
 def _ptx(f, args, tmp_path):
-    from iree.compiler import compile_str
-    cuda = Device("cuda")   # (not opened: compiling for it needs no GPU)
-    text, flags = rcompile.prepare_module(pyree.jit(f, device=cuda).lower(*args).as_text(),
-                                          cuda.compile_flags)
-    compile_str(text, extra_args=list(flags) + [
-        f"--iree-hal-dump-executable-binaries-to={tmp_path}"])
-    return "".join(open(p).read() for p in glob.glob(str(tmp_path / "*.ptx")))
+    return cuda_ptx(pyree.jit(f, device=Device("cuda")).lower(*args).as_text(), tmp_path)
 
 
 @pytest.mark.parametrize("dtype", [bfloat16, np.float16])

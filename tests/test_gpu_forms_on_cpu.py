@@ -13,7 +13,7 @@ import pyree
 import pyree.numpy as jnp
 from pyree.transpiler.lower import is_contiguous_slice
 
-from conftest import cpu_only
+from conftest import cpu_only, cuda_ptx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -65,24 +65,15 @@ def test_eager_signed_min_max_kernels_for_cuda_pad_with_the_right_neutral(tmp_pa
     # IREE 3.13's CUDA code for a signed min/max reduction of unknown shape padded with the
     # unsigned operation's neutral element (`min.s32 %r, %r, -1`): jnp.min([[3, 1], [0, 7]])
     # was -1 on an H200. pyree reduces such kernels on the unsigned view (compiled here, no GPU).
-    import glob
     import re
-    from iree.compiler import compile_str
-    from pyree.runtime import compile as rcompile
-    from pyree.runtime.device import Device
     from pyree.transpiler import primitives as P
     from pyree.transpiler.ir import ShapedArray
     from pyree.transpiler.lower import lower_primitive_dynamic
-    cuda = Device("cuda")
     for prim in (P.reduce_min_p, P.reduce_max_p):
         for dtype in (np.int8, np.int32):
-            out = tmp_path / f"{prim.name}_{np.dtype(dtype).name}"
             module = lower_primitive_dynamic(
                 prim, [ShapedArray((2, 2), np.dtype(dtype))], [ShapedArray((), np.dtype(dtype))],
                 {"axes": (0, 1)}, {}, platform="cuda", caller_storage=True)
-            text, flags = rcompile.prepare_module(module.text, cuda.compile_flags)
-            compile_str(text, extra_args=list(flags) + [
-                f"--iree-hal-dump-executable-binaries-to={out}"])
-            ptx = "".join(open(p).read() for p in glob.glob(str(out / "*.ptx")))
+            ptx = cuda_ptx(module.text, tmp_path / f"{prim.name}_{np.dtype(dtype).name}")
             assert re.search(r"(min|max)\.", ptx), "no reduction in the PTX"
             assert not re.search(r"(min|max)\.s\d+\s+%\w+, %\w+, (-1|0);", ptx), (prim, dtype)
