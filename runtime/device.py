@@ -286,6 +286,64 @@ def use_cuda_context(ordinal: int) -> None:
         _current_cuda_context.ordinal = ordinal
 
 
+def keep_cuda_pool_memory(hal, ordinal: int, keep_bytes: int) -> bool:
+    """Make the memory pool behind IREE's CUDA queue allocations keep up to ``keep_bytes``
+    of freed memory (its release threshold; -1: half of the device's memory). Returns whether
+    the pool was found and set.
+
+    IREE 3.13 creates its stream-ordered pool with a release threshold of 0, so the CUDA
+    driver returns every freed block to the system at the next synchronisation, and the
+    next allocation maps fresh pages. A compiled loop synchronises at least once an iteration
+    (its condition is read on the host) and allocates its carries and intermediates anew each
+    time: an iteration of a while loop over 16M floats took 1.49 ms with IREE's setting and
+    0.44 ms with the pool kept (H200, benchmarks/gpu_loops.py; JAX 0.14 ms). IREE keeps the pool's handle to itself, and will not export a pool allocation
+    through DLPack; the pool is found from the device pointer of one of its allocations: the
+    words of IREE's buffer object are offered to the CUDA driver, which names the pool of the
+    one that is such a pointer (and rejects the others)."""
+    import ctypes
+    import re
+    rt = iree_runtime()
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    device = ctypes.c_int()
+    if cuda.cuDeviceGet(ctypes.byref(device), ordinal) != 0:
+        return False
+    if keep_bytes < 0:
+        total = ctypes.c_size_t()
+        if cuda.cuDeviceTotalMem_v2(ctypes.byref(total), device) != 0:
+            return False
+        keep_bytes = total.value // 2
+    semaphore = hal.create_semaphore(0)
+    buffer = hal.queue_alloca(256, rt.HalFence.create_at(semaphore, 0),
+                              rt.HalFence.create_at(semaphore, 1))
+    rt.HalFence.create_at(semaphore, 1).wait()
+    try:
+        address = re.search(r"at 0x([0-9a-fA-F]+)", repr(buffer.ref))
+        if address is None:
+            return False
+        words = (ctypes.c_uint64 * 24).from_address(int(address.group(1), 16))
+        pool = ctypes.c_void_p()
+        threshold = ctypes.c_uint64(keep_bytes)
+        get_attribute = cuda.cuPointerGetAttribute
+        get_attribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
+        for word in list(words):
+            # CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17: fails for what is not a pool pointer.
+            if word and get_attribute(ctypes.byref(pool), 17, word) == 0 and pool.value:
+                # CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4.
+                return cuda.cuMemPoolSetAttribute(pool, 4, ctypes.byref(threshold)) == 0
+        return False
+    finally:
+        hal.queue_dealloca(buffer, rt.HalFence.create_at(semaphore, 1),
+                           rt.HalFence.create_at(semaphore, 2))
+        rt.HalFence.create_at(semaphore, 2).wait()
+
+
+# Per CUDA device ordinal: whether its IREE pool keeps freed memory (keep_cuda_pool_memory).
+cuda_pool_kept: dict[int, bool] = {}
+
+
 class Device:
     """A device that runs compiled modules, e.g. ``pyree.devices()[0]``.
 
@@ -349,6 +407,14 @@ class Device:
                     self._hal_modules[driver] = rt.create_hal_module(
                         vm_instance(), hal, debug_sink=debug_sink(
                             hal, host_memory=self.platform == "cpu"))
+                    # (After the HAL module: it registers the VM's buffer type, without
+                    # which the repr of a buffer's reference crashed the process, H200.)
+                    if self.platform == "cuda" and int(config.cuda_pool_keep_bytes) != 0:
+                        try:
+                            cuda_pool_kept[self.id] = keep_cuda_pool_memory(
+                                hal, self.id, int(config.cuda_pool_keep_bytes))
+                        except Exception:   # an optimisation only: IREE's defaults stay
+                            cuda_pool_kept[self.id] = False
                     self._hal[driver] = hal
         return hal
 

@@ -49,6 +49,11 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     # IREE runtime flags (space-separated), parsed once before the first device opens, e.g.
     # "--cuda_use_streams=false" (CUDA graphs instead of streams).
     "runtime_flags": ("", "PYREE_RUNTIME_FLAGS", str),
+    # Bytes of freed memory IREE's CUDA queue-allocation pool keeps for reuse past a
+    # synchronisation (the pool's release threshold); -1: half of the device's memory, 0:
+    # IREE's default (return all of it at each synchronisation). Read when a CUDA device opens
+    # (runtime/device.keep_cuda_pool_memory).
+    "cuda_pool_keep_bytes": (-1, "PYREE_CUDA_POOL_KEEP_BYTES", int),
 }
 
 # JAX's own names: "jax_enable_x64" is "enable_x64" (as an argument of update and as an

@@ -13,6 +13,8 @@ import pyree.numpy as jnp
 from pyree.runtime import executable
 from pyree.runtime.device import default_device
 
+from conftest import cpu_only
+
 
 def _matrices(n: int, seed: int = 0) -> tuple:
     rng = np.random.default_rng(seed)
@@ -49,6 +51,7 @@ def test_reading_a_pending_result_waits_for_it():
                                atol=1.0)
 
 
+@cpu_only("the CPU's local-sync driver runs small calls inline; GPU calls are queued")
 def test_small_calls_run_inline_and_are_ready_on_return():
     f = pyree.jit(lambda x: x * 2.0 + 1.0)
     x = pyree.device_put(np.arange(8, dtype=np.float32))
@@ -278,7 +281,7 @@ print("ok")
 
 def test_several_cpu_devices_and_explicit_transfers():
     import subprocess
-    env = dict(os.environ, PYREE_NUM_CPU_DEVICES="2")
+    env = dict(os.environ, PYREE_NUM_CPU_DEVICES="2", PYREE_PLATFORM="cpu")
     done = subprocess.run([sys.executable, "-c", _TWO_CPU_DEVICES], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
@@ -305,6 +308,16 @@ def test_gpu_runs_jit_and_eager_and_transfers(platform):
     np.testing.assert_allclose(np.asarray(z), np.exp(a[:2, :3]) + 1, rtol=1e-5)
     back = pyree.device_put(y, pyree.devices("cpu")[0])
     np.testing.assert_array_equal(np.asarray(back), np.asarray(y))
+
+
+def test_cuda_pool_keeps_freed_memory():
+    # IREE's CUDA pool returned every freed block at each synchronisation; pyree sets its
+    # release threshold when the device opens (device.keep_cuda_pool_memory).
+    from pyree.runtime.device import cuda_pool_kept
+    if int(pyree.config.cuda_pool_keep_bytes) == 0:
+        pytest.skip("pyree.config.cuda_pool_keep_bytes is 0: IREE's own pool settings")
+    gpu = _gpu_or_skip("cuda")
+    assert cuda_pool_kept.get(gpu.id) is True
 
 
 def test_missing_gpu_platform_is_a_clear_error():
