@@ -77,3 +77,32 @@ def test_eager_signed_min_max_kernels_for_cuda_pad_with_the_right_neutral(tmp_pa
             ptx = cuda_ptx(module.text, tmp_path / f"{prim.name}_{np.dtype(dtype).name}")
             assert re.search(r"(min|max)\.", ptx), "no reduction in the PTX"
             assert not re.search(r"(min|max)\.s\d+\s+%\w+, %\w+, (-1|0);", ptx), (prim, dtype)
+
+
+def test_eager_elementwise_kernels_on_rows(monkeypatch, tmp_path):
+    # On GPUs large eager elementwise operations run on (rows, 256) views whose row length the
+    # kernel knows: IREE's CUDA code for a 1-D tensor of unknown length loads one float per
+    # thread and step, with the known row length four (ld.global.nc.v4). Values here, with
+    # that form forced on the CPU, and the loads in the PTX.
+    from pyree.transpiler import eager, primitives as P
+    from pyree.transpiler.ir import ShapedArray
+    from pyree.transpiler.lower import lower_primitive_dynamic
+    monkeypatch.setattr(eager, "GPU_ROWS_ON_CPU", True)
+    rng = np.random.RandomState(2)
+    x = rng.randn(512, 256).astype(np.float32)   # 2 ** 17 elements: large enough
+    y = rng.randn(2, 256, 256).astype(np.float32)
+    n = rng.randint(-9, 9, 1 << 16).astype(np.int32)
+    X, Y, N = jnp.asarray(x), jnp.asarray(y), jnp.asarray(n)
+    selu = 1.05 * jnp.where(X > 0, X, 1.67 * jnp.exp(X) - 1.67)
+    np.testing.assert_allclose(np.asarray(selu), 1.05 * np.where(x > 0, x, 1.67 * np.exp(x) - 1.67),
+                               rtol=2e-6, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(jnp.maximum(Y, 0.25)), np.maximum(y, 0.25))
+    np.testing.assert_array_equal(np.asarray(N * 3 - 1), n * 3 - 1)
+    np.testing.assert_array_equal(np.asarray((N > 0).astype(jnp.float32)),
+                                  (n > 0).astype(np.float32))
+    assert jnp.exp(X).shape == (512, 256) and (N + 1).dtype == np.int32
+    rows = ShapedArray((512, 256), np.dtype(np.float32))
+    module = lower_primitive_dynamic(P.exp_p, [rows], [rows], {}, {}, platform="cuda",
+                                     caller_storage=True, static_minor=256)
+    assert "tensor<?x256xf32>" in module.text
+    assert "ld.global.nc.v4" in cuda_ptx(module.text, tmp_path / "exp_rows")
