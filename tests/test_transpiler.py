@@ -1362,6 +1362,24 @@ def test_long_scans_run_in_blocks(length, reverse):
     np.testing.assert_allclose(got_doubled, doubled, rtol=1e-4, atol=1e-4)
 
 
+def test_scan_loops_count_on_the_host():
+    # A scan's loop over its chunks is an scf.for: its counter stays on the host, where a
+    # stablehlo.while's tensor counter and condition were read back from the device at every
+    # iteration (two waits per iteration on a GPU).
+    from pyree.transpiler.lower import lower_closed_ir
+    f = lambda x: lax.scan(lambda c, v: (c * 0.5 + v, c.sum()), x[0], x)  # noqa: E731
+    x = np.random.default_rng(4).normal(size=(100, 3)).astype(np.float32)
+    text = lower_closed_ir(pyree.make_ir(f)(x)).text_without_locations
+    assert "scf.for" in text and "stablehlo.while" not in text
+    c, sums = np.array(x[0], np.float64), []
+    for v in x:
+        sums.append(c.sum())
+        c = c * 0.5 + v
+    got_c, got_sums = pyree.jit(f)(x)
+    np.testing.assert_allclose(got_c, c, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_sums, sums, rtol=1e-5, atol=1e-5)
+
+
 def test_gradient_of_a_long_scan():
     # Forward residuals and backward cotangents both stacked in blocks (see above).
     rng = np.random.default_rng(0)

@@ -18,8 +18,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
-from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, lowering_rules, mlir, op,
-                    own_buffers, scalar_like, tensor_type)
+from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
+                    lowering_rules, mlir, op, own_buffers, scalar_like, tensor_type)
 from .trace import IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, tracing
 
 cond_p = Primitive("cond", multiple_results=True)
@@ -207,7 +207,7 @@ def _while_lowering(ctx: RuleContext, *operands, cond_ir, body_ir, cond_nconsts,
     with ir.InsertionPoint(body_block):
         outs = _lower_region_outputs(ctx, body_ir, list(body_consts) + list(body_block.arguments),
                                      loop_body=True)
-        outs = _read_every_carry(list(cond_block.arguments), list(body_block.arguments), outs)
+        outs = _read_every_carry(while_op, list(body_block.arguments), outs)
         op("stablehlo.return", [], own_buffers(outs, body_block, False))
     results = list(while_op.results)
     if carries_alias:
@@ -218,7 +218,7 @@ def _while_lowering(ctx: RuleContext, *operands, cond_ir, body_ir, cond_nconsts,
 lowering_rules[while_p] = _while_lowering
 
 
-def _read_every_carry(cond_args: Sequence, body_args: Sequence, outs: Sequence) -> list:
+def _read_every_carry(loop, body_args: Sequence, outs: Sequence) -> list:
     """Work around two IREE 3.13 bugs about loop carries.
 
     * A carry that the body does not read (the body only overwrites it, as ``v = x[i]`` does,
@@ -227,20 +227,24 @@ def _read_every_carry(cond_args: Sequence, body_args: Sequence, outs: Sequence) 
       but region successor needs 2 inputs": a cond reading ``max(x)`` carried beside ``x``).
     * A carry whose new value is another carry unchanged (``a, b = b, f(b)``, as a secant or
       Newton iteration keeping its previous iterate) fails to compile ("failed to legalize
-      unresolved source materialization").
+      unresolved source materialization"; an optimization barrier on the value passed on is
+      not enough for scalars).
 
     ``select(true, new, old)``, with the `true` hidden from the compiler behind an
-    optimization barrier, makes the old value read and the new one computed."""
+    optimization barrier, makes the old value read and the new one computed. The hidden `true`
+    is made before ``loop``: IREE reads a scalar that feeds a kernel on the host, and made in
+    the body that read waited for the iteration's kernels each time (a whole-device
+    synchronisation per iteration on a GPU; read in IREE's stream IR)."""
     outs = list(outs)
     hidden_true = None
     others = set(body_args)
-    for k, (c_arg, b_arg) in enumerate(zip(cond_args, body_args)):
-        unread = _unused(b_arg)
-        moved = outs[k] is not b_arg and outs[k] in others
-        if outs[k] is not b_arg and (unread or moved):
+    for k, b_arg in enumerate(body_args):
+        if outs[k] is not b_arg and (_unused(b_arg) or outs[k] in others):
             if hidden_true is None:
-                true = scalar_like(True, np.bool_)
-                hidden_true = op("stablehlo.optimization_barrier", [true.type], [true]).result
+                with mlir().InsertionPoint(loop):
+                    true = scalar_like(True, np.bool_)
+                    hidden_true = op("stablehlo.optimization_barrier", [true.type],
+                                     [true]).result
             outs[k] = hlo("select", outs[k].type, hidden_true, outs[k], b_arg)
     return outs
 
@@ -368,28 +372,29 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
     ir = mlir()
     ys_init = [hlo("broadcast_in_dim", tensor_type(a), scalar_like(0, a.dtype),
                    broadcast_dimensions=i64_array([])) for a in y_avals]
-    types = [i32_t] + [tensor_type(a) for a in carry_avals] + [tensor_type(a) for a in y_avals]
-    while_op = op("stablehlo.while", types,
-                  own_buffers([scalar_like(0, np.int32)] + init + ys_init, None), regions=2)
-    cond_block = ir.Block.create_at_start(while_op.regions[0], types)
-    with ir.InsertionPoint(cond_block):
-        pred = _compare(ctx, cond_block.arguments[0], scalar_like(n_chunks * k, np.int32), "LT",
-                        i32)
-        op("stablehlo.return", [], [pred])
-    body_block = ir.Block.create_at_start(while_op.regions[1], types)
+    types = [tensor_type(a) for a in carry_avals] + [tensor_type(a) for a in y_avals]
+    # An scf.for whose counter lives on the host: with a stablehlo.while counting in a tensor,
+    # IREE read the counter (for the slices) and the condition back from the device at every
+    # iteration, two waits for the whole device per iteration on a GPU (read in IREE's stream
+    # IR); an scf.for's iterations are queued without waiting.
+    index = ir.IndexType.get()
+    loop = op("scf.for", types, [index_constant(0), index_constant(n_chunks * k),
+                                 index_constant(k)] + own_buffers(init + ys_init, None),
+              regions=1)
+    body_block = ir.Block.create_at_start(loop.regions[0], [index] + types)
     args = list(body_block.arguments)
     if carries_alias:
         views.update(args[1:1 + num_carry])
     with ir.InsertionPoint(body_block):
-        step, carry, ys = args[0], args[1:1 + num_carry], args[1 + num_carry:]
+        step_i32 = op("arith.index_cast", [ir.IntegerType.get_signless(32)], [args[0]]).result
+        step = op("tensor.from_elements", [i32_t], [step_i32]).result
+        carry, ys = args[1:1 + num_carry], args[1 + num_carry:]
         new_carry, blocks, start = run_steps(carry, step, k)
         new_ys = [_write_rows(y, block, a, start) for y, block, a in zip(ys, blocks, y_avals)]
-        next_step = hlo("add", i32_t, step, scalar_like(k, np.int32))
-        new_carry = _read_every_carry(cond_block.arguments[1:1 + num_carry], carry, new_carry)
-        op("stablehlo.return", [], own_buffers([next_step] + list(new_carry) + new_ys,
-                                                body_block, False))
-    results = list(while_op.results)
-    carry, ys = results[1:1 + num_carry], results[1 + num_carry:]
+        new_carry = _read_every_carry(loop, carry, new_carry)
+        op("scf.yield", [], own_buffers(list(new_carry) + new_ys, body_block, False))
+    results = list(loop.results)
+    carry, ys = results[:num_carry], results[num_carry:]
     if carries_alias:
         views.update(carry)
     if n_left:
