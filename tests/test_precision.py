@@ -13,8 +13,8 @@ from pyree.transpiler import lower
 from conftest import cpu_only
 
 RNG = np.random.default_rng(0)
-A = RNG.normal(size=(48, 80)).astype(np.float32)
-B = RNG.normal(size=(80, 40)).astype(np.float32)
+A = RNG.normal(size=(96, 160)).astype(np.float32)   # 1.2M multiply-adds: split on GPUs
+B = RNG.normal(size=(160, 80)).astype(np.float32)
 X = RNG.normal(size=(2, 8, 8, 3)).astype(np.float32)
 W = RNG.normal(size=(3, 3, 3, 5)).astype(np.float32)
 EXACT_DOT = A.astype(np.float64) @ B.astype(np.float64)
@@ -78,6 +78,14 @@ def test_each_mode_error_against_float64(split, default_precision):
     assert pyree.config.jax_default_matmul_precision == "bfloat16"
     assert 1e-7 < relative_error(pyree.jit(lambda a, b: b.T @ a.T)(A, B), EXACT_DOT.T) \
         < TF32_ERROR / 10
+
+
+def test_small_products_stay_float32(split):
+    # Below lower.GPU_PLAIN_FLOAT32_MACS multiply-adds a product is not split on GPUs (the
+    # splits' dispatches cost more than the work): exact float32 there.
+    a, b = A[:16], B[:, :16]
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert relative_error(pyree.jit(lambda a, b: a @ b)(a, b), exact) < 1e-6
 
 
 def test_gradients_keep_the_precision(split):

@@ -1992,7 +1992,8 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
         lhs, rhs = [op("stablehlo.optimization_barrier", [v.type], [v]).result
                     if isinstance(v, mlir().OpResult) else v for v in (lhs, rhs)]
     attributes = {"dot_dimension_numbers": attr}
-    if not narrow and _splits_float32(ctx, precision):
+    macs = out_aval.size * math.prod(lhs_aval.shape[d] for d in lc)
+    if not narrow and _splits_float32(ctx, precision) and macs > GPU_PLAIN_FLOAT32_MACS:
         return _bf16_split_product(ctx, lhs, rhs, lambda a, b: op(
             "stablehlo.dot_general", [ctx.out_type()], [a, b], attributes).result)
     if not narrow and out_aval.dtype.kind != "c":
@@ -2016,6 +2017,12 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
             attributes[MATVEC_MARK] = i64_attr(row)
     return op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs], attributes).result
 
+
+# Float32 products of at most this many multiply-adds stay in float32 on GPUs whatever their
+# precision: the three bf16 products and the splits cost more dispatches than the work is
+# worth. A scan step of 8x256 @ 256x64 and 8x64 @ 64x64 products took 62-75 us split and 38-41
+# us in float32 (H200, benchmarks/gpu_loops.py; exact, too).
+GPU_PLAIN_FLOAT32_MACS = 1 << 20
 
 # True: float32 contractions below HIGHEST precision take their CUDA form on every platform
 # (tests check its numerics on the CPU, which has no tensor cores).
