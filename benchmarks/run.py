@@ -297,6 +297,47 @@ def bench_top_k(rounds: int, n: int, k: int) -> dict:
                     max(3, rounds // 2) if n >= 1_000_000 else rounds, rtol=0, atol=0)
 
 
+def loop_benchmarks(rounds: int) -> list:
+    """(name, run, bar) rows of compiled loops: issue 21's unbatched tanh RNN (a matrix-vector
+    product per step) and a Newton iteration in a while loop keeping its previous iterate."""
+    return [("lax.scan tanh RNN, 100 steps, hidden 256, input 64",
+             lambda: bench_rnn_scan(rounds), 1.0),
+            ("while_loop Newton sqrt, 10,000 f32 (x, previous)",
+             lambda: bench_newton_while(rounds, 10_000), 1.0),
+            ("while_loop Newton sqrt, 1,000,000 f32 (x, previous)",
+             lambda: bench_newton_while(rounds, 1_000_000), 1.0)]
+
+
+def bench_rnn_scan(rounds: int) -> dict:
+    rng = np.random.RandomState(0)
+    w_x = (rng.randn(64, 256) / 8).astype(np.float32)
+    w_h = (rng.randn(256, 256) / 16).astype(np.float32)
+    xs = rng.randn(100, 64).astype(np.float32)
+
+    def make(lib):
+        def run(w_x, w_h, xs):
+            return lib.lax.scan(lambda h, x: (lib.numpy.tanh(x @ w_x + h @ w_h),) * 2,
+                                lib.numpy.zeros(256, np.float32), xs)
+        return lib.jit(run)
+    return _contest(make, (w_x, w_h, xs), rounds, rtol=1e-4, atol=1e-5)
+
+
+def bench_newton_while(rounds: int, n: int) -> dict:
+    a = np.random.RandomState(0).uniform(1, 100, n).astype(np.float32)
+
+    def make(lib):
+        np_like = lib.numpy
+
+        def run(a):
+            def cond(state):
+                x, previous = state
+                return np_like.max(np_like.abs(x - previous)) > 1e-6 * np_like.max(x)
+            return lib.lax.while_loop(cond, lambda s: (0.5 * (s[0] + a / s[0]), s[0]),
+                                      (a, a + 1.0))[0]
+        return lib.jit(run)
+    return _contest(make, (a,), rounds, rtol=1e-5, atol=0)
+
+
 def bench_unique(rounds: int) -> dict:
     """``jnp.unique`` of 1000 integers in [0, 300), with a static ``size`` (jit needs one)."""
     x = np.random.RandomState(0).randint(0, 300, 1000).astype(np.int32)
@@ -402,6 +443,7 @@ def main() -> None:
     ]
     benchmarks += conv_benchmarks(args.rounds)
     benchmarks += sort_benchmarks(args.rounds)
+    benchmarks += loop_benchmarks(args.rounds)
     from ad import benchmarks as ad_benchmarks  # gradients: benchmarks/ad.py (imports this file)
     benchmarks += ad_benchmarks(args.rounds)
     from vmap import benchmarks as vmap_benchmarks  # benchmarks/vmap.py

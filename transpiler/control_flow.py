@@ -313,10 +313,34 @@ def scan_chunk(body: IR, length: int, num_ys: int = 0, platform: str = "cpu") ->
     return min(max(1, k), max(length, 1))
 
 
+# Rewrites of a scan's body tried before it is lowered, each ``(body, num_consts, num_carry,
+# length) -> None or (before, new_body, n_invariant)``: ``before`` maps (consts, xs) to values
+# computed ahead of the loop (``n_invariant`` new consts, then new xs), which ``new_body`` takes
+# after the consts and after the x slices. loop_hoisting.py registers one.
+scan_body_rewrites: list[Callable] = []
+
+
 def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_consts, num_carry):
-    """A counted stablehlo.while over chunks of k steps (``scan_chunk``), the steps of a chunk
+    """A counted loop (scf.for) over chunks of k steps (``scan_chunk``), the steps of a chunk
     unrolled: the chunk's xs are sliced once, its ys written once; the steps left over after
     the last whole chunk run unrolled after the loop (a scan of at most k steps has no loop)."""
+    if not ctx.dynamic:
+        for rewrite in scan_body_rewrites:
+            split = rewrite(body, num_consts, num_carry, length)
+            if split is None:
+                continue
+            before, body, n_invariant = split
+            consts = list(operands[:num_consts])
+            xs = list(operands[num_consts + num_carry:])
+            made = _lower_region_outputs(ctx, before, consts + xs)
+            made_avals = before.out_avals
+            avals_in = (list(ctx.avals_in[:num_consts]) + made_avals[:n_invariant]
+                        + list(ctx.avals_in[num_consts:]) + made_avals[n_invariant:])
+            operands = (consts + made[:n_invariant] + list(operands[num_consts:])
+                        + made[n_invariant:])
+            return _scan_lowering(RuleContext(ctx.lowering, avals_in, ctx.avals_out, ctx.dyn),
+                                  *operands, body=body, length=length, reverse=reverse,
+                                  num_consts=num_consts + n_invariant, num_carry=num_carry)
     consts = list(operands[:num_consts])
     init = list(operands[num_consts:num_consts + num_carry])
     xs = list(operands[num_consts + num_carry:])
