@@ -177,8 +177,9 @@ def _allocators(platform: str) -> list[str]:
     # the cache only when the work using it has finished: IREE holds each buffer a queued
     # command uses until the command completes. Not on Vulkan: there IREE 3.13's queue
     # allocations through the caching wrapper failed ("allocator cannot allocate a Vulkan
-    # buffer with the given parameters; memory_type=DEVICE_LOCAL", Mesa's lavapipe and
-    # NVIDIA's driver alike), and every call with them.
+    # buffer with the given parameters; memory_type=DEVICE_LOCAL"), and every call with them;
+    # without it calls run on Mesa's lavapipe (the same error was seen on NVIDIA's Vulkan
+    # driver, not yet rerun there).
     return [] if platform == "vulkan" else ["caching"]
 
 
