@@ -13,11 +13,11 @@ equation, so every region is a closed function of its inputs, as AD and batching
 from __future__ import annotations
 
 import contextvars
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
+from .ir import IR, ClosedIR, Eqn, ShapedArray, Var
 from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
                     lowering_rules, mlir, op, own_buffers, scalar_like, tensor_type)
 from .trace import IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, tracing
