@@ -300,10 +300,12 @@ def keep_cuda_pool_memory(hal, ordinal: int, keep_bytes: int) -> bool:
     next allocation maps fresh pages. A compiled loop synchronises at least once an iteration
     (its condition is read on the host) and allocates its carries and intermediates anew each
     time: an iteration of a while loop over 16M floats took 1.49 ms with IREE's setting and
-    0.44 ms with the pool kept (H200, benchmarks/gpu_loops.py; JAX 0.14 ms). IREE keeps the pool's handle to itself, and will not export a pool allocation
-    through DLPack; the pool is found from the device pointer of one of its allocations: the
-    words of IREE's buffer object are offered to the CUDA driver, which names the pool of the
-    one that is such a pointer (and rejects the others)."""
+    0.44 ms with the pool kept (H200, benchmarks/gpu_loops.py; JAX 0.14 ms).
+
+    IREE keeps the pool's handle to itself, and will not export a pool allocation through
+    DLPack; the pool is found from the device pointer of one of its allocations: the words of
+    IREE's buffer object are offered to the CUDA driver, which names the pool of the one that
+    is such a pointer (and rejects the others)."""
     import ctypes
     import re
     rt = iree_runtime()
