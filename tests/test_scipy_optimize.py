@@ -130,3 +130,16 @@ def test_errors():
         minimize(rosen, x0, method="BFGS", options=dict(disp=True))
     with pytest.raises(TypeError, match=r"method"):
         minimize(rosen, x0)
+
+
+def test_line_search_takes_a_first_step_the_objective_cannot_resolve():
+    # f(0) = 1000 + 1e-6 and f(1) = 1000 are one float32 value: the sufficient-decrease test
+    # alone decides the first trial step, as in SciPy's and JAX's searches, and the slope at
+    # 1 is zero, so the step is taken at once (it used to be rejected as "no lower than
+    # f(0)", and the search zoomed without end near float32 minima: BFGS status 3).
+    def f(x):
+        return jnp.sum(1000.0 + 1e-6 * (x - 1.0) ** 2)
+
+    res = line_search(f, np.zeros(1, np.float32), np.ones(1, np.float32))
+    assert not bool(res.failed) and float(res.a_k) == 1.0 and int(res.nit) == 1
+    np.testing.assert_array_equal(np.asarray(res.g_k), [0.0])

@@ -141,8 +141,13 @@ def _line_search(f: Callable, xk: Any, pk: Any, old_fval: Optional[Any],
         new = _Point(a, phi, jnp.dot(g, pk))
         # The new point becomes the bracket's high end (no sufficient decrease, or no lower
         # than lo), the Wolfe point, the low end with the old low end as the high one (the
-        # slope points back to lo), or just the low end.
-        above = (phi > phi0 + c1 * a * dphi0) | (phi >= s.lo.phi) | jnp.isnan(phi)
+        # slope points back to lo), or just the low end. "No lower than lo" does not apply to
+        # the first trial step (as in SciPy's and JAX's searches): near a float32 minimum the
+        # objective cannot resolve the decrease, f(xk + pk) rounds to f(xk), and the
+        # sufficient-decrease test alone accepts the step (BFGS on a quadratic: one evaluation
+        # to the minimum instead of a failed search, status 3, at |grad| 5e-5).
+        not_lower = (phi >= s.lo.phi) & (s.zooming | (s.i > 0))
+        above = (phi > phi0 + c1 * a * dphi0) | not_lower | jnp.isnan(phi)
         done = ~above & (jnp.abs(new.dphi) <= -c2 * dphi0)
         flip = ~above & ~done & jnp.where(s.zooming, new.dphi * (s.hi.a - s.lo.a) >= 0,
                                           new.dphi >= 0)
