@@ -21,6 +21,15 @@ stamp loops_sync_alloc; tail -12 "$OUT/loops_sync_alloc.txt"
 (cd benchmarks && timeout 130 python3 gpu.py --rounds 3 --no-first-call \
   --only "SELU eager,Newton,scan RNN,RNN step,cross-entropy") > "$OUT/table.txt" 2>&1
 stamp table; tail -14 "$OUT/table.txt"
+# The options iree-compile derives from --iree-opt-level=O3, which a compiler session (pyree's
+# in-process compiles) leaves at O0 (runtime/compile.py, CPU_FLAGS): the same rows with them.
+O3_DERIVED="--iree-dispatch-creation-opt-level=O3 --iree-global-optimization-opt-level=O3
+ --iree-dispatch-creation-enable-aggressive-fusion=true --iree-opt-aggressively-propagate-transposes=true
+ --iree-opt-generalize-matmul=true --iree-opt-outer-dim-concat=true --iree-opt-strip-assertions=true"
+(cd benchmarks && PYREE_COMPILER_FLAGS="$(echo $O3_DERIVED)" timeout 130 python3 gpu.py --rounds 3 \
+  --no-first-call --no-jax --only "SELU eager,Newton,scan RNN,RNN step,cross-entropy") \
+  > "$OUT/table_o3.txt" 2>&1
+stamp table_o3; tail -14 "$OUT/table_o3.txt"
 FAILED="tests/corpus/test_corpus_gp.py tests/test_ad.py::test_fori_loop_with_traced_trip_count_first_order
  tests/test_random_samplers.py tests/test_scipy_optimize.py tests/test_numpy_math.py tests/test_numpy_more.py
  tests/test_nn.py tests/test_runtime.py tests/test_iree_workarounds.py

@@ -306,7 +306,11 @@ def test_gradient_of_a_scalar_fori_loop():
     "is out range'; passes before 543a8d1. Bisected: it takes both the body barriers and the "
     "copies of constant initial carries (either alone passes; dropping the constant copies "
     "breaks reverse-over-reverse through a while and a pivoting LU); distinct tags per copy "
-    "did not help"))
+    "did not help. Reproduces with iree-compile and iree-run-module alone (without O3's "
+    "derived options): a copy in the loop reads a null buffer from a block argument; the "
+    "loop's entry branch passes one buffer to two of its arguments (two carries packed in one "
+    "allocation). IREE's O3 (iree-compile's, or aggressive fusion alone) compiles it right, "
+    "but aggressive fusion breaks a CNN gradient (runtime/compile.py, CPU_FLAGS)"))
 def test_three_solves_in_one_program():
     from pyree.scipy import linalg as sla
     rng = np.random.RandomState(2)
