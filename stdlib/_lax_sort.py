@@ -184,6 +184,12 @@ def _largest_rounds(keys: Any, positions: Any, k: int, taken: Any) -> Any:
 RADIX_BITS = 4
 RADIX = 1 << RADIX_BITS
 
+
+def _int32(x: Any) -> Any:
+    """``x`` (booleans, to be counted) as int32."""
+    return P.convert_element_type_p.bind(x, new_dtype=np.dtype(np.int32), weak_type=False)
+
+
 def _largest_mask(keys: Any, k: int) -> Any:
     """Boolean mask of the ``k`` largest ``keys`` (signed integers) along the last axis, ties
     to the lower index: exactly ``k`` True per row."""
@@ -213,16 +219,15 @@ def _largest_mask(keys: Any, k: int) -> Any:
         digit = P.and_p.bind(P.shift_right_logical_p.bind(u, scalar(shift)), scalar(RADIX - 1))
         in_play = P.eq_p.bind(P.and_p.bind(u, per_row(taken_bits)), per_row(prefix))
         hits = P.and_p.bind(P.eq_p.bind(spread(digit), values), spread(in_play))
-        counts = P.reduce_sum_p.bind(P.convert_element_type_p.bind(
-            hits, new_dtype=i32, weak_type=False), axes=(last + 1,))   # lead + (RADIX,)
+        counts = P.reduce_sum_p.bind(_int32(hits), axes=(last + 1,))   # lead + (RADIX,)
         # at_least[v]: entries in play whose digit is v or more; the k-th largest key's digit
         # is the largest v with at_least[v] >= need.
         at_least = lax.cumsum(counts, axis=last, reverse=True)
         row = lambda v: P.broadcast_in_dim_p.bind(  # noqa: E731
             v, shape=lead + (RADIX,), broadcast_dimensions=tuple(range(last)))
         enough = P.ge_p.bind(at_least, row(need))
-        chosen = P.sub_p.bind(P.reduce_sum_p.bind(P.convert_element_type_p.bind(
-            enough, new_dtype=i32, weak_type=False), axes=(last,)), scalar(1, i32))
+        chosen = P.sub_p.bind(P.reduce_sum_p.bind(_int32(enough), axes=(last,)),
+                              scalar(1, i32))
         above = P.gt_p.bind(digit_values, row(chosen))
         need = P.sub_p.bind(need, P.reduce_sum_p.bind(
             P.select_p.bind(above, counts, fill(0, i32, lead + (RADIX,))), axes=(last,)))
@@ -233,8 +238,7 @@ def _largest_mask(keys: Any, k: int) -> Any:
     # The k-th largest key: take every larger key and the first `need` equal ones.
     kth = per_row(P.xor_p.bind(prefix, scalar(np.iinfo(key_t).min)))
     equal = P.eq_p.bind(keys, kth)
-    rank = lax.cumsum(P.convert_element_type_p.bind(equal, new_dtype=i32, weak_type=False),
-                      axis=last)
+    rank = lax.cumsum(_int32(equal), axis=last)
     first_equal = P.and_p.bind(equal, P.le_p.bind(rank, per_row(need)))
     return P.or_p.bind(P.gt_p.bind(keys, kth), first_equal)
 
@@ -245,16 +249,14 @@ def _true_indices(mask: Any, k: int) -> Any:
     shape = get_aval(mask).shape
     last = len(shape) - 1
     i32 = np.dtype(np.int32)
-    before = lax.cumsum(P.convert_element_type_p.bind(mask, new_dtype=i32, weak_type=False),
-                        axis=last)
+    before = lax.cumsum(_int32(mask), axis=last)
     # The s-th True entry's index is the number of entries with fewer than s + 1 Trues up to
     # and including them.
     grid = shape[:-1] + (k, shape[-1])
     slots = lax.broadcasted_iota(i32, grid, last)
     below = P.le_p.bind(P.broadcast_in_dim_p.bind(
         before, shape=grid, broadcast_dimensions=tuple(range(last)) + (last + 1,)), slots)
-    return P.reduce_sum_p.bind(P.convert_element_type_p.bind(below, new_dtype=i32,
-                                                             weak_type=False), axes=(last + 1,))
+    return P.reduce_sum_p.bind(_int32(below), axes=(last + 1,))
 
 
 def _in_order(keys: Any, positions: Any) -> Any:
@@ -274,8 +276,7 @@ def _in_order(keys: Any, positions: Any) -> Any:
     other = lax.broadcasted_iota(i32, shape + (k,), last + 1)
     ahead = P.or_p.bind(P.gt_p.bind(theirs, mine),
                         P.and_p.bind(P.eq_p.bind(theirs, mine), P.lt_p.bind(other, index)))
-    rank = P.reduce_sum_p.bind(P.convert_element_type_p.bind(ahead, new_dtype=i32,
-                                                             weak_type=False), axes=(last + 1,))
+    rank = P.reduce_sum_p.bind(_int32(ahead), axes=(last + 1,))
     # out[r] = the position whose rank is r
     at = P.eq_p.bind(P.broadcast_in_dim_p.bind(rank, shape=pairs,
                                                broadcast_dimensions=lead_dims + (last + 1,)),
