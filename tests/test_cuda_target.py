@@ -88,8 +88,9 @@ def _conv(x, w, precision=None):
 
 @pytest.mark.parametrize("dtype", [np.float32, bfloat16, np.float16])
 def test_contractions_run_on_tensor_cores_unless_highest(dtype, cuda_target, tmp_path):
-    # float32 below HIGHEST is split into bf16 parts (lower._bf16_split_product); half
-    # precision accumulates in float32. All reach mma.sync; HIGHEST float32 does not.
+    # float32 below HIGHEST runs as TF32 products in pyree's kernel (cuda_gemm.py) or, for a
+    # convolution, as bf16 parts (lower._bf16_split_product); half precision accumulates in
+    # float32. All reach mma.sync; HIGHEST float32 does not.
     cuda_target("sm_80")
     a = np.ones((128, 128), dtype)
     x, w = np.ones((4, 16, 16, 32), dtype), np.ones((3, 3, 32, 64), dtype)

@@ -22,7 +22,7 @@ import numpy as np
 
 from pyree.dtypes import bfloat16
 
-from . import float32_math, float64_math
+from . import cuda_gemm, float32_math, float64_math
 from . import primitives as P
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
 
@@ -276,13 +276,20 @@ _static_minor = contextvars.ContextVar("pyree_static_minor", default=0)
 LOWER_AS = os.environ.get("PYREE_LOWER_AS") or None
 
 
+# The platform the module is compiled for, whatever LOWER_AS says: what may appear in the
+# module only for that platform's compiler (CUDA kernels, cuda_gemm.py) reads it.
+_device_platform = contextvars.ContextVar("pyree_device_platform", default="cpu")
+
+
 @contextlib.contextmanager
 def _lowering_for(platform: str):
     token = _platform.set(LOWER_AS or platform)
+    device_token = _device_platform.set(platform)
     try:
         yield
     finally:
         _platform.reset(token)
+        _device_platform.reset(device_token)
 
 
 class Lowering:
@@ -291,6 +298,7 @@ class Lowering:
     def __init__(self, dynamic: bool = False) -> None:
         self.dynamic = dynamic
         self.platform = _platform.get()
+        self.device_platform = _device_platform.get()
         # Values that may share storage with the function's inputs (see aliases_input).
         self._input_views: set = set()
         # Whether the code being emitted is inside a loop's body, or inside any region (a
@@ -1981,6 +1989,12 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
         # point exception (SIGFPE) data-tiling a (3, 0) @ (0, 4) matmul on AMD znver3.
         return hlo("broadcast_in_dim", ctx.out_type(), scalar_like(0, out_aval.dtype),
                    broadcast_dimensions=i64_array([]))
+    if ctx.lowering.device_platform == "cuda" and not ctx.dynamic:
+        from pyree.runtime.device import cuda_target
+        target = cuda_target()
+        gemm = cuda_gemm.plan(lhs_aval, rhs_aval, out_aval, dimension_numbers, precision, target)
+        if gemm is not None:
+            return cuda_gemm.emit(gemm, lhs, rhs, ctx.out_type(), target)
     narrow = _is_narrow_contraction(ctx, lc, lb, rc, rb)
     if narrow and lhs_aval.size * rhs_aval.size > 1:
         # A matrix-vector product: IREE 3.13 fails to compile one that has an elementwise

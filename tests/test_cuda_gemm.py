@@ -1,0 +1,155 @@
+"""pyree's tensor-core GEMM kernels on CUDA (transpiler/cuda_gemm.py, issue 20): which products
+take them and in what form, that modules holding them compile for CUDA with the kernels' PTX,
+that the PTX is built from the source in the tree, and — where a CUDA device exists — their
+values against float64 products for every type pair and layout, ragged and batched shapes,
+and operands that are views at unaligned offsets."""
+import numpy as np
+import pytest
+
+import pyree
+import pyree.numpy as jnp
+from pyree.dtypes import bfloat16
+from pyree.runtime import device as device_module
+from pyree.runtime.device import Device
+from pyree.transpiler import cuda_gemm
+from pyree.transpiler.ir import ShapedArray
+
+from conftest import cuda_ptx
+
+pytestmark = pytest.mark.usefixtures("jax_default_matmul_precision")
+
+
+@pytest.fixture
+def sm80():
+    pyree.config.update("cuda_target", "sm_80")
+    yield
+    pyree.config.update("cuda_target", "auto")
+
+
+def _plan(lhs, rhs, out_dtype, dims, precision=None, target="sm_80"):
+    avals = [ShapedArray(tuple(s), np.dtype(d)) for s, d in (lhs, rhs)]
+    out = ShapedArray((), np.dtype(out_dtype))
+    return cuda_gemm.plan(avals[0], avals[1], out, dims, precision, target)
+
+
+MATMUL = (((1,), (0,)), ((), ()))
+
+
+def test_which_products_take_a_kernel():
+    f32 = np.float32
+    p = _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL)
+    assert p.kernel == "pyree_gemm_f32_f32_rr" and (p.batch, p.m, p.n, p.k) == (1, 512, 384, 256)
+    # HIGHEST stays exact float32 (IREE); so do small products, matrix-vector products,
+    # targets without sm_80's instructions, float64, and mixed operand types.
+    assert _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL, "HIGHEST") is None
+    assert _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL, "HIGH") is not None
+    assert _plan(((64, 64), f32), ((64, 64), f32), f32, MATMUL) is None
+    assert _plan(((4096, 4096), f32), ((4096, 1), f32), f32, MATMUL) is None
+    assert _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL, target="sm_75") is None
+    assert _plan(((512, 256), np.float64), ((256, 384), np.float64), np.float64, MATMUL) is None
+    assert _plan(((512, 256), bfloat16), ((256, 384), f32), f32, MATMUL) is None
+    pyree.config.update("cuda_gemm_kernels", False)
+    try:
+        assert _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL) is None
+    finally:
+        pyree.config.update("cuda_gemm_kernels", True)
+
+
+def test_layouts_transposes_and_padding():
+    bf16 = bfloat16
+    # a.T @ b as dot_general: A stored K x M (column-major), no transpose.
+    p = _plan(((300, 512), bf16), ((300, 384), bf16), bf16, (((0,), (0,)), ((), ())))
+    assert p.kernel == "pyree_gemm_bf16_bf16_cr" and p.lhs_order is None and p.rhs_order is None
+    # a @ b.T: B stored N x K.
+    p = _plan(((512, 300), bf16), ((384, 300), bf16), np.float32, (((1,), (1,)), ((), ())))
+    assert p.kernel == "pyree_gemm_bf16_f32_rc"
+    # 300 bf16 elements are 600 bytes: padded to 304 (608 bytes, a multiple of 16).
+    assert (p.pad_a, p.pad_b) == (4, 4)
+    # Batched, batch axis not first: transposed to (batch, free, contracted).
+    p = _plan(((64, 8, 200), np.float16), ((8, 200, 96), np.float16), np.float16,
+              (((2,), (1,)), ((1,), (0,))))
+    assert p.lhs_order == (1, 0, 2) and p.rhs_order is None
+    assert (p.batch, p.m, p.n, p.k) == (8, 64, 96, 200) and p.kernel.endswith("_rr")
+
+
+def test_modules_with_kernels_compile_for_cuda(sm80, tmp_path):
+    cuda = Device("cuda")   # (not opened: compiling needs no GPU)
+    a, b = np.ones((256, 320), np.float32), np.ones((320, 200), np.float32)
+    text = pyree.jit(lambda a, b: jnp.tanh(a @ b), device=cuda).lower(a, b).as_text()
+    assert 'hal.dispatch.extern "pyree_gemm_f32_f32_rr"' in text
+    ptx = cuda_ptx(text, tmp_path / "f32")
+    assert "wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32" in ptx
+    assert "cp.async.cg.shared.global" in ptx
+    h = np.ones((4, 256, 136), bfloat16)
+    text = pyree.jit(lambda h: jnp.einsum("bij,bkj->bik", h, h), device=cuda).lower(h).as_text()
+    ptx = cuda_ptx(text, tmp_path / "bf16")
+    assert ".m16n16k16.f32.bf16.bf16.f32" in ptx
+    # On the CPU, and with HIGHEST, no kernel.
+    assert "hal.dispatch.extern" not in pyree.jit(lambda a, b: a @ b).lower(a, b).as_text()
+    highest = pyree.jit(lambda a, b: jnp.matmul(a, b, precision="highest"), device=cuda)
+    assert "hal.dispatch.extern" not in highest.lower(a, b).as_text()
+
+
+def test_ptx_is_built_from_the_source_in_the_tree():
+    # Rebuild with `python -m pyree.transpiler.cuda_gemm --build` after changing cuda_gemm.cu.
+    assert cuda_gemm._ptx_file()["source_sha256"] == cuda_gemm.source_hash()
+    for name in cuda_gemm.KERNELS:
+        ptx = cuda_gemm.kernel_ptx(name)
+        assert f".entry {name}(" in ptx and ".target sm_80" in ptx
+        assert f".version {cuda_gemm.PTX_VERSION}" in ptx
+
+
+# -- on a CUDA device ---------------------------------------------------------------------------
+
+def _cuda_or_skip():
+    if device_module.cuda_compute_capability() is None:
+        pytest.skip("no CUDA device")
+    cuda = pyree.devices("cuda")[0]
+    if cuda_gemm._arch(device_module.cuda_target(cuda.id)) < 80:
+        pytest.skip("the kernels need sm_80")
+    return cuda
+
+
+# Relative error bounds against float64, in units of the result's largest magnitude: TF32 keeps
+# 11 significand bits, bf16 8, f16 11; rounding a bf16/f16 result adds half an ulp.
+_BOUND = {("f32", "f32"): 2e-3, ("bf16", "f32"): 1e-2, ("bf16", "bf16"): 2e-2,
+          ("f16", "f32"): 2e-3, ("f16", "f16"): 4e-3}
+_DTYPES = {"f32": np.float32, "bf16": bfloat16, "f16": np.float16}
+
+
+@pytest.mark.parametrize("pair", sorted(_BOUND))
+@pytest.mark.parametrize("layout", cuda_gemm.LAYOUTS)
+def test_kernel_values(pair, layout):
+    cuda = _cuda_or_skip()
+    in_dtype, out_dtype = _DTYPES[pair[0]], _DTYPES[pair[1]]
+    rng = np.random.default_rng(7)
+    for m, n, k in ((256, 384, 512), (131, 257, 77), (1000, 130, 300)):
+        a = rng.standard_normal((m, k)).astype(in_dtype)
+        b = rng.standard_normal((k, n)).astype(in_dtype)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        stored_a = a.T.copy() if layout[0] == "c" else a
+        stored_b = b.T.copy() if layout[1] == "c" else b
+        dims = (((0 if layout[0] == "c" else 1,), (1 if layout[1] == "c" else 0,)), ((), ()))
+        f = pyree.jit(lambda x, y: pyree.lax.dot_general(
+            x, y, dims, preferred_element_type=out_dtype))
+        got = np.asarray(f(pyree.device_put(stored_a, cuda), pyree.device_put(stored_b, cuda)),
+                         np.float64)
+        error = np.abs(got - want).max() / np.abs(want).max()
+        assert error < _BOUND[pair], (pair, layout, (m, n, k), error)
+
+
+def test_kernel_batched_and_unaligned_views():
+    cuda = _cuda_or_skip()
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((3, 200, 136)).astype(np.float32)
+    b = rng.standard_normal((3, 136, 260)).astype(np.float32)
+    got = pyree.jit(jnp.matmul)(pyree.device_put(a, cuda), pyree.device_put(b, cuda))
+    want = a.astype(np.float64) @ b
+    assert np.abs(np.asarray(got) - want).max() / np.abs(want).max() < 2e-3
+    # An operand one element into a buffer (a view IREE may pass at a 4-byte offset).
+    flat = rng.standard_normal(1 + 300 * 256).astype(np.float32)
+    x = pyree.device_put(flat, cuda)
+    w = rng.standard_normal((256, 200)).astype(np.float32)
+    got = pyree.jit(lambda x, w: x[1:].reshape(300, 256) @ w)(x, pyree.device_put(w, cuda))
+    want = flat[1:].reshape(300, 256).astype(np.float64) @ w
+    assert np.abs(np.asarray(got) - want).max() / np.abs(want).max() < 2e-3

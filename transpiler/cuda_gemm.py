@@ -1,0 +1,326 @@
+"""Matrix products on NVIDIA tensor cores through pyree's own kernels (``cuda_gemm.cu``).
+
+IREE 3.13's CUDA code generator puts only f16/bf16 contractions on tensor cores, with
+``mma.sync`` but without asynchronous copies or pipelining, and has no TF32: on an H200 an
+8192² float32 matmul ran at 4 TFLOP/s plain, ~130 split into bf16 parts, where JAX (TF32)
+reaches ~309. pyree therefore dispatches its own kernels from the module (IREE's
+``hal.dispatch.extern``, PTX embedded in the module), for products that are:
+
+* on CUDA, for a target of ``sm_80`` or newer (the PTX is ``sm_80``: the driver compiles it
+  for newer GPUs);
+* of static shape, with two free sides (a matrix-vector product stays IREE's: memory-bound);
+* float32 below ``HIGHEST`` precision — TF32 products with float32 accumulation, the
+  arithmetic of JAX's ``DEFAULT`` and ``HIGH`` ("tensorfloat32") on GPUs — or bfloat16 /
+  float16 operands (results float32 or the operands' type, accumulation float32);
+* large enough to gain: more than ``MIN_MACS`` multiply-adds.
+
+Float32 at ``HIGHEST`` stays exact float32 through IREE; with the kernels off (or below
+``sm_80``) float32 below ``HIGHEST`` runs as three bf16 products through IREE
+(lower._bf16_split_product).
+
+A product ``dot_general(lhs, rhs)`` becomes ``C[b] = A[b] @ B[b]`` over one batch axis: the
+operands are transposed only when their batch, free and contracted axes are not already
+grouped (each group contiguous, the batch first), then reshaped to rank 3. A stored K x M or
+N x K operand needs no transpose: the kernel reads it column-major. The contiguous extent of
+each operand is padded with zeros to a multiple of 16 bytes, so that the kernel's 16-byte copies
+never straddle the matrix's edge; the kernel is told the true extents.
+
+``config.cuda_gemm_kernels`` (``PYREE_CUDA_GEMM_KERNELS``) turns the kernels off; the choice is
+part of the module's text, so of every cache key.
+
+The PTX (``cuda_gemm_ptx.json.gz``) is built from ``cuda_gemm.cu`` with NVIDIA's NVRTC:
+``pip install nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12 nvidia-cuda-nvcc-cu12`` (the
+``cuda-kernels`` extra; nvcc's package has the headers WMMA needs, and ptxas),
+then ``python -m pyree.transpiler.cuda_gemm --build``. The file records the source's hash;
+a test checks that it matches.
+
+Example (compiles for CUDA without a GPU)::
+
+    pyree.config.update("cuda_target", "sm_80")
+    f = pyree.jit(lambda a, b: a @ b, device=pyree.runtime.device.Device("cuda"))
+    "pyree_gemm_f32_f32_rr" in f.lower(np.ones((256, 256), np.float32),
+                                       np.ones((256, 256), np.float32)).as_text()   # True
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import json
+import math
+import os
+from typing import NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from pyree.dtypes import bfloat16
+
+SOURCE = os.path.join(os.path.dirname(__file__), "cuda_gemm.cu")
+PTX_FILE = os.path.join(os.path.dirname(__file__), "cuda_gemm_ptx.json.gz")
+
+# Products of at most this many multiply-adds stay IREE's: a kernel launch and its 128 x 128
+# tiles are not worth it there (and float32 ones are then exact; see
+# lower.GPU_PLAIN_FLOAT32_MACS, the same bound).
+MIN_MACS = 1 << 20
+
+TILE = 128          # rows and columns of C per workgroup (cuda_gemm.cu: BM, BN)
+THREADS = 128       # threads per workgroup
+MAX_GRID = 65535    # CUDA's limit on the y and z workgroup counts
+
+_NAMES = {np.dtype(np.float32): "f32", np.dtype(bfloat16): "bf16", np.dtype(np.float16): "f16"}
+_C_TYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16"}
+
+# (input, output) type pairs with a kernel; layouts: A row/column-major x B row/column-major.
+TYPE_PAIRS = (("f32", "f32"), ("bf16", "f32"), ("bf16", "bf16"), ("f16", "f32"), ("f16", "f16"))
+LAYOUTS = ("rr", "rc", "cr", "cc")
+KERNELS = tuple(f"pyree_gemm_{i}_{o}_{lay}" for i, o in TYPE_PAIRS for lay in LAYOUTS)
+
+
+class GemmPlan(NamedTuple):
+    """How one dot_general runs as a kernel: ``lhs_order`` / ``rhs_order`` transpose the
+    operands (None: as they are) so that ``lhs_shape3`` / ``rhs_shape3`` are their rank-3
+    reshapes; ``a_col`` / ``b_col`` say whether A is stored K x M and B N x K; ``pad_a`` /
+    ``pad_b`` are the zeros appended to each one's last axis."""
+    kernel: str
+    batch: int
+    m: int
+    n: int
+    k: int
+    lhs_order: Optional[tuple]
+    rhs_order: Optional[tuple]
+    lhs_shape3: tuple
+    rhs_shape3: tuple
+    a_col: bool
+    b_col: bool
+    pad_a: int
+    pad_b: int
+
+
+def plan(lhs_aval, rhs_aval, out_aval, dimension_numbers, precision: Optional[str],
+         target: str) -> Optional[GemmPlan]:
+    """The kernel plan of a static dot_general on CUDA ``target`` ("sm_80", ...), or None when
+    it stays IREE's (see the module docstring)."""
+    from pyree import config
+    if not config.cuda_gemm_kernels or _arch(target) < 80:
+        return None
+    (lc, rc), (lb, rb) = dimension_numbers
+    in_name = _NAMES.get(np.dtype(lhs_aval.dtype))
+    out_name = _NAMES.get(np.dtype(out_aval.dtype))
+    if (in_name is None or rhs_aval.dtype != lhs_aval.dtype
+            or f"pyree_gemm_{in_name}_{out_name}_rr" not in KERNELS):
+        return None
+    if in_name == "f32" and precision == "HIGHEST":
+        return None
+    lf = [d for d in range(lhs_aval.ndim) if d not in lc and d not in lb]
+    rf = [d for d in range(rhs_aval.ndim) if d not in rc and d not in rb]
+    size = lambda aval, dims: math.prod(aval.shape[d] for d in dims)
+    batch, m, n, k = size(lhs_aval, lb), size(lhs_aval, lf), size(rhs_aval, rf), size(lhs_aval, lc)
+    if m <= 1 or n <= 1 or batch * m * n * k <= MIN_MACS:
+        return None
+    # A is M x K unless stored contracted-first (K x M: column-major); B is K x N when
+    # stored contracted-first, else N x K (column-major).
+    lhs_order, a_col = _layout(lhs_aval.ndim, list(lb), lf, list(lc))
+    rhs_order, rhs_contracted_first = _layout(rhs_aval.ndim, list(rb), rf, list(rc))
+    b_col = not rhs_contracted_first
+    lhs_shape3 = (batch, k, m) if a_col else (batch, m, k)
+    rhs_shape3 = (batch, n, k) if b_col else (batch, k, n)
+    chunk = 16 // np.dtype(lhs_aval.dtype).itemsize
+    pad_a, pad_b = (-lhs_shape3[2]) % chunk, (-rhs_shape3[2]) % chunk
+    padded = lambda s, p: s[1] * (s[2] + p)
+    if (-(-m // TILE) > MAX_GRID or batch > MAX_GRID
+            or max(padded(lhs_shape3, pad_a), padded(rhs_shape3, pad_b), m * n) >= 2 ** 31):
+        return None
+    layout = ("c" if a_col else "r") + ("c" if b_col else "r")
+    return GemmPlan(f"pyree_gemm_{in_name}_{out_name}_{layout}", batch, m, n, k, lhs_order,
+                    rhs_order, lhs_shape3, rhs_shape3, a_col, b_col, pad_a, pad_b)
+
+
+def _arch(target: str) -> int:
+    return int(target[3:]) if target.startswith("sm_") and target[3:].isdigit() else 0
+
+
+def _layout(ndim: int, batch: list, free: list, contracted: list):
+    """(transpose order or None, contracted-first): an operand whose axes are already
+    (batch, free, contracted) or (batch, contracted, free) is used as it is; any other is
+    transposed to (batch, free, contracted)."""
+    order = list(range(ndim))
+    if order == batch + free + contracted:
+        return None, False
+    if order == batch + contracted + free:
+        return None, True
+    return tuple(batch + free + contracted), False
+
+
+def emit(p: GemmPlan, lhs, rhs, out_type, target: str):
+    """The ops of plan ``p`` at the current insertion point: operands prepared, the kernel
+    dispatched, its (batch, M, N) result reshaped to ``out_type``; returns the result."""
+    from iree.compiler import ir
+    a = _prepare(ir, lhs, p.lhs_order, p.lhs_shape3, p.pad_a)
+    b = _prepare(ir, rhs, p.rhs_order, p.rhs_shape3, p.pad_b)
+    out_element = ir.RankedTensorType(out_type).element_type
+    c_type = ir.RankedTensorType.get([p.batch, p.m, p.n], out_element)
+    lda, ldb = p.lhs_shape3[2] + p.pad_a, p.rhs_shape3[2] + p.pad_b
+    constants = [p.m, p.n, p.k, lda, ldb, p.n, p.lhs_shape3[1] * lda,
+                 p.rhs_shape3[1] * ldb, p.m * p.n]
+    c = _dispatch(ir, p.kernel, target, [a, b], c_type, constants,
+                  grid=(-(-p.n // TILE), -(-p.m // TILE), p.batch))
+    return ir.Operation.create("stablehlo.reshape", results=[out_type], operands=[c]).result
+
+
+def _prepare(ir, value, order, shape3, pad):
+    element = ir.RankedTensorType(value.type).element_type
+    if order is not None:
+        shape = [ir.RankedTensorType(value.type).shape[d] for d in order]
+        value = ir.Operation.create(
+            "stablehlo.transpose", results=[ir.RankedTensorType.get(shape, element)],
+            operands=[value], attributes={"permutation": ir.DenseI64ArrayAttr.get(list(order))}
+        ).result
+    value = ir.Operation.create("stablehlo.reshape",
+                                results=[ir.RankedTensorType.get(list(shape3), element)],
+                                operands=[value]).result
+    if pad:
+        zero = ir.Operation.create(
+            "stablehlo.constant", results=[ir.RankedTensorType.get([], element)],
+            attributes={"value": ir.DenseElementsAttr.get_splat(
+                ir.RankedTensorType.get([], element), _zero(ir, element))}).result
+        value = ir.Operation.create(
+            "stablehlo.pad",
+            results=[ir.RankedTensorType.get([shape3[0], shape3[1], shape3[2] + pad], element)],
+            operands=[value, zero],
+            attributes={"edge_padding_low": ir.DenseI64ArrayAttr.get([0, 0, 0]),
+                        "edge_padding_high": ir.DenseI64ArrayAttr.get([0, 0, pad]),
+                        "interior_padding": ir.DenseI64ArrayAttr.get([0, 0, 0])}).result
+    return value
+
+
+def _zero(ir, element):
+    return ir.FloatAttr.get(element, 0.0)
+
+
+def _dispatch(ir, kernel: str, target: str, operands: Sequence, result_type, constants,
+              grid: tuple):
+    """A ``hal.dispatch.extern`` of ``kernel`` (PTX embedded) on ``operands`` (read-only
+    bindings), one written binding (``result_type``), 32-bit ``constants`` and a static
+    ``grid`` of workgroups."""
+    i32, index = ir.IntegerType.get_signless(32), ir.IndexType.get()
+    values = [ir.Operation.create("arith.constant", results=[i32],
+                                  attributes={"value": ir.IntegerAttr.get(i32, int(v))}).result
+              for v in constants]
+    bindings = ", ".join(["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * len(operands)
+                         + ["#hal.pipeline.binding<storage_buffer>"])
+    ptx = kernel_ptx(kernel).encode()
+    attributes = {
+        "export_name": ir.StringAttr.get(kernel),
+        "layout": ir.Attribute.parse(
+            f"#hal.pipeline.layout<constants = {len(constants)}, bindings = [{bindings}]>"),
+        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, len(values) + len(operands), 0, 0]),
+        "targets": ir.ArrayAttr.get([ir.Attribute.parse(
+            f'#hal.executable.target<"cuda", "cuda-nvptx-fb", {{target_arch = "{target}"}}>')]),
+        "target_ordinals": ir.ArrayAttr.get([ir.IntegerAttr.get(index, 0)]),
+        "target_objects": ir.ArrayAttr.get([ir.ArrayAttr.get([ir.Attribute.parse(
+            # (IREE 3.13 prints an object without a path as "{, data = ...}", which it then
+            # cannot parse: the path names the kernel; the data is what is used.)
+            f'#hal.executable.object<{{path = "{kernel}.ptx", '
+            f'data = dense<"0x{ptx.hex().upper()}"> : '
+            f'vector<{len(ptx)}xi8>}}>')])]),
+        "tied_operands": ir.ArrayAttr.get([ir.IntegerAttr.get(index, -1)]),
+        "workgroup_size": ir.ArrayAttr.get([ir.IntegerAttr.get(index, v)
+                                            for v in (THREADS, 1, 1)]),
+    }
+    dispatch = ir.Operation.create("hal.dispatch.extern", results=[result_type],
+                                   operands=values + list(operands), attributes=attributes,
+                                   regions=2)
+    block = dispatch.regions[0].blocks.append(ir.Type.parse("!hal.device"))
+    with ir.InsertionPoint(block):
+        counts = [ir.Operation.create("arith.constant", results=[index],
+                                      attributes={"value": ir.IntegerAttr.get(index, v)}).result
+                  for v in grid]
+        ir.Operation.create("hal.return", results=[], operands=counts)
+    return dispatch.result
+
+
+# -- the PTX ------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _ptx_file() -> dict:
+    with gzip.open(PTX_FILE, "rt") as f:
+        return json.load(f)
+
+
+def kernel_ptx(kernel: str) -> str:
+    """The PTX module of one kernel of ``KERNELS``."""
+    return _ptx_file()["kernels"][kernel]
+
+
+def source_hash() -> str:
+    with open(SOURCE, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+# PTX ISA version written into the modules: NVRTC 12.9 writes 8.8, which drivers older than
+# CUDA 12.9's refuse; the kernels use nothing newer than sm_80's PTX 7.0 (cp.async, wmma with
+# bf16 and tf32), and ptxas accepts them so.
+PTX_VERSION = "7.0"
+
+
+def build(nvrtc_path: Optional[str] = None) -> dict:
+    """Compiles every kernel of ``KERNELS`` from ``cuda_gemm.cu`` with NVRTC into
+    ``cuda_gemm_ptx.json.gz`` (a development step; needs the ``cuda-kernels`` extra)."""
+    import ctypes
+    import re
+    nvidia = _nvidia_root()
+    lib = ctypes.CDLL(nvrtc_path or os.path.join(nvidia, "cuda_nvrtc", "lib", "libnvrtc.so.12"))
+    source = open(SOURCE).read()
+    includes = [f"-I{os.path.join(nvidia, package, 'include')}"
+                for package in ("cuda_runtime", "cuda_nvcc")]   # mma.h and its crt/mma.h
+    kernels = {}
+    for name in KERNELS:
+        _, _, in_name, out_name, layout = name.split("_")
+        text = source + (f"\nPYREE_GEMM({name}, {_C_TYPES[in_name]}, {_C_TYPES[out_name]}, "
+                         f"{str(layout[0] == 'c').lower()}, {str(layout[1] == 'c').lower()})\n")
+        program = ctypes.c_void_p()
+        _check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), text.encode(),
+                                           b"cuda_gemm.cu", 0, None, None))
+        options = [b"--gpu-architecture=compute_80", b"-std=c++17", b"-default-device",
+                   b"--diag-suppress=177"] + [i.encode() for i in includes]
+        status = lib.nvrtcCompileProgram(program, len(options),
+                                         (ctypes.c_char_p * len(options))(*options))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(program, log)
+        if status != 0:
+            raise RuntimeError(f"NVRTC failed on {name}:\n{log.value.decode()}")
+        lib.nvrtcGetPTXSize(program, ctypes.byref(size))
+        ptx = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetPTX(program, ptx)
+        lib.nvrtcDestroyProgram(ctypes.byref(program))
+        kernels[name] = re.sub(r"^\.version \d+\.\d+", f".version {PTX_VERSION}",
+                               ptx.value.decode(), count=1, flags=re.M)
+    record = {"source_sha256": source_hash(), "kernels": kernels}
+    with gzip.open(PTX_FILE, "wt") as f:
+        json.dump(record, f, sort_keys=True)
+    _ptx_file.cache_clear()
+    return record
+
+
+def _nvidia_root() -> str:
+    import importlib.util
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("building the CUDA kernels needs NVRTC: pip install "
+                           "'pyree[cuda-kernels]'")
+    return list(spec.submodule_search_locations)[0]
+
+
+def _check(lib, status: int) -> None:
+    if status != 0:
+        raise RuntimeError(f"NVRTC error {status}")
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] != ["--build"]:
+        sys.exit("usage: python -m pyree.transpiler.cuda_gemm --build")
+    built = build()
+    print(f"{len(built['kernels'])} kernels -> {PTX_FILE}")
