@@ -3,10 +3,12 @@
 # baseline of the other gpu.py rows and the tests that failed on CUDA before. On the GPU
 # machine, after `bash ../shared/gpu/pack.sh` here:
 #   bash .gpu/remote.sh bash benchmarks/gpu_gemm.sh
-# (~7 minutes on an H200). Logs go to $OUT:
+# (~4 minutes on an H200; GPU_GEMM_SHORT=1: the tests, the kernel rows and the shapes, ~2.5).
+# Logs go to $OUT:
 #   gemm_tests.txt  the kernels' values against float64 (every type pair and layout, ragged,
 #                   batched, an unaligned view), the CUDA target and transfer tests
-#   gemm_on.txt     gpu.py matmul f32 / bf16 / MLP step with the kernels, and JAX
+#   gemm_on.txt     gpu.py rows of products (matmuls, MLP step, convolution, RNN) with the
+#                   kernels, and JAX
 #   gemm_off.txt    the same rows with IREE's own code (PYREE_CUDA_GEMM_KERNELS=0), pyree alone
 #   shapes.txt      the kernels alone at several shapes (TFLOP/s), pyree and JAX
 #   table.txt       the other gpu.py rows, pyree and JAX
@@ -26,13 +28,13 @@ timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -o addopts="" tests/te
   > "$OUT/gemm_tests.txt" 2>&1
 stamp gemm_tests; grep -E "^(FAILED|ERROR)|passed|failed|Error" "$OUT/gemm_tests.txt" | cut -c1-400 | tail -25
 
-rows="matmul f32 8192^2,matmul bf16,MLP SGD"
+rows="matmul f32 8192^2,matmul bf16,MLP SGD,conv,scan RNN,RNN step"
 (cd benchmarks && PYREE_PLATFORM=$platform timeout 150 python3 gpu.py --rounds 3 --scale $scale \
   --no-first-call --only "$rows") > "$OUT/gemm_on.txt" 2>&1
-stamp gemm_on; tail -5 "$OUT/gemm_on.txt"
-(cd benchmarks && PYREE_PLATFORM=$platform PYREE_CUDA_GEMM_KERNELS=0 timeout 100 python3 gpu.py \
+stamp gemm_on; tail -8 "$OUT/gemm_on.txt"
+[ "${GPU_GEMM_SHORT:-0}" = 1 ] || (cd benchmarks && PYREE_PLATFORM=$platform PYREE_CUDA_GEMM_KERNELS=0 timeout 100 python3 gpu.py \
   --rounds 3 --scale $scale --no-first-call --no-jax --only "$rows") > "$OUT/gemm_off.txt" 2>&1
-stamp gemm_off; tail -4 "$OUT/gemm_off.txt"
+[ "${GPU_GEMM_SHORT:-0}" = 1 ] || { stamp gemm_off; tail -7 "$OUT/gemm_off.txt"; }
 
 PYREE_PLATFORM=$platform timeout 90 python3 - "$scale" > "$OUT/shapes.txt" 2>&1 <<'PY'
 # The kernels alone: median time of a jitted product at several shapes, pyree and JAX.
@@ -81,9 +83,10 @@ for (m, k, n), form in [((2048, 2048, 2048), "a@b"), ((4096, 4096, 4096), "a@b")
               flush=True)
 PY
 stamp shapes; cat "$OUT/shapes.txt" | tail -16
+[ "${GPU_GEMM_SHORT:-0}" = 1 ] && exit 0
 
 (cd benchmarks && PYREE_PLATFORM=$platform timeout 140 python3 gpu.py --rounds 3 --scale $scale \
-  --no-first-call --only "SELU eager,Newton,scan RNN,RNN step,cross-entropy,conv,trivial") \
+  --no-first-call --only "SELU eager,Newton,cross-entropy,trivial") \
   > "$OUT/table.txt" 2>&1
 stamp table; tail -10 "$OUT/table.txt"
 
