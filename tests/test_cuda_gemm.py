@@ -1,9 +1,8 @@
 """pyree's tensor-core GEMM kernels on CUDA (transpiler/cuda_gemm.py, issue 20): which products
 take them and in what form, that modules holding them compile for CUDA with the kernels' PTX,
-that the PTX is built from the source in the tree, convolutions as im2col products (their
-arithmetic checked on the CPU with the product as a dot_general), and — where a CUDA device
-exists — values against float64 for every type pair and layout, ragged and batched shapes,
-operands that are views at unaligned offsets, and convolutions with their gradients."""
+that the PTX is built from the source in the tree, and — where a CUDA device exists — values
+against float64 for every type pair and layout, ragged and batched shapes, and operands that
+are views at unaligned offsets."""
 import numpy as np
 import pytest
 
@@ -12,11 +11,10 @@ import pyree.numpy as jnp
 from pyree.dtypes import bfloat16
 from pyree.runtime import device as device_module
 from pyree.runtime.device import Device
-from pyree.transpiler import cuda_gemm, windows
+from pyree.transpiler import cuda_gemm
 from pyree.transpiler.ir import ShapedArray
 
 from conftest import cuda_ptx
-from test_conv import conv_ref
 
 pytestmark = pytest.mark.usefixtures("jax_default_matmul_precision")
 
@@ -101,64 +99,6 @@ def test_ptx_is_built_from_the_source_in_the_tree():
         assert f".version {cuda_gemm.PTX_VERSION}" in ptx
 
 
-# Convolutions: NCHW/OIHW shapes, strides, padding (negative crops), lhs and rhs dilation,
-# other layouts, 1-D. Their kernel gradients have windows as large as the image: those take the
-# wide-window form (one product per input feature, summed).
-CONVOLUTIONS = [
-    ((2, 3, 9, 10), (4, 3, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1), None),
-    ((2, 3, 9, 10), (4, 3, 3, 2), (1, 2), ((1, 2), (0, 1)), (1, 1), (2, 1), None),
-    ((2, 3, 9, 10), (4, 3, 3, 3), (1, 1), ((2, 2), (-1, 1)), (2, 1), (1, 1), None),
-    ((2, 3, 11), (4, 3, 5), (2,), ((2, 2),), (1,), (1,), None),
-    ((2, 9, 10, 3), (3, 3, 3, 4), (2, 1), ((0, 0), (0, 0)), (1, 1), (1, 1),
-     ("NHWC", "HWIO", "NHWC")),
-]
-
-
-def _as_nchw(x, w, numbers):
-    if numbers is None:
-        return x, w
-    return np.moveaxis(x, -1, 1), np.transpose(w, (3, 2, 0, 1))
-
-
-def _conv(x, w, strides, pads, lhs_dil, rhs_dil, numbers):
-    return pyree.lax.conv_general_dilated(x, w, strides, pads, lhs_dilation=lhs_dil,
-                                         rhs_dilation=rhs_dil, dimension_numbers=numbers)
-
-
-@pytest.mark.parametrize("case", range(len(CONVOLUTIONS)))
-def test_convolutions_as_products(case, monkeypatch):
-    # The CUDA form's arithmetic (im2col slices, filter matrix, wide-window rows, layouts) on
-    # the CPU, where its product is a dot_general.
-    xs, ws, strides, pads, lhs_dil, rhs_dil, numbers = CONVOLUTIONS[case]
-    rng = np.random.default_rng(case)
-    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
-    conv = lambda x, w: _conv(x, w, strides, pads, lhs_dil, rhs_dil, numbers)
-    loss = lambda x, w: jnp.sum(jnp.sin(conv(x, w)))
-    want_grads = pyree.jit(pyree.grad(loss, argnums=(0, 1)))(x, w)
-    monkeypatch.setattr(windows, "GEMM_CONV_ON_CPU", True)
-    assert "stablehlo.convolution" not in pyree.jit(conv).lower(x, w).as_text()
-    got = np.asarray(pyree.jit(conv)(x, w), np.float64)
-    want = conv_ref(*_as_nchw(x, w, numbers), strides, pads, lhs_dil, rhs_dil)
-    if numbers is not None:
-        want = np.moveaxis(want, 1, -1)
-    np.testing.assert_allclose(got, want, atol=2e-5 * np.abs(want).max())
-    got_grads = pyree.jit(pyree.grad(loss, argnums=(0, 1)))(x, w)
-    for g, v in zip(got_grads, want_grads):
-        v = np.asarray(v)
-        np.testing.assert_allclose(np.asarray(g), v, atol=2e-5 * np.abs(v).max())
-
-
-def test_convolutions_compile_for_cuda_with_kernels(sm80):
-    cuda = Device("cuda")
-    x, w = np.ones((4, 16, 32, 32), np.float32), np.ones((32, 16, 3, 3), np.float32)
-    conv = lambda x, w: pyree.lax.conv_general_dilated(x, w, (1, 1), "SAME")
-    step = pyree.grad(lambda x, w: jnp.sum(conv(x, w) ** 2), argnums=(0, 1))
-    text = pyree.jit(step, device=cuda).lower(x, w).as_text()
-    assert "stablehlo.convolution" not in text and text.count("hal.dispatch.extern") == 3
-    from pyree.runtime import compile as rcompile
-    assert rcompile.compile_mlir(text, cuda.compile_flags)
-
-
 # -- on a CUDA device ---------------------------------------------------------------------------
 
 def _cuda_or_skip():
@@ -213,24 +153,3 @@ def test_kernel_batched_and_unaligned_views():
     got = pyree.jit(lambda x, w: x[1:].reshape(300, 256) @ w)(x, pyree.device_put(w, cuda))
     want = flat[1:].reshape(300, 256).astype(np.float64) @ w
     assert np.abs(np.asarray(got) - want).max() / np.abs(want).max() < 2e-3
-
-
-def test_kernel_convolutions_and_gradients():
-    cuda = _cuda_or_skip()
-    rng = np.random.default_rng(9)
-    x = rng.standard_normal((8, 32, 40, 40)).astype(np.float32)
-    w = (rng.standard_normal((64, 32, 3, 3)) / 17).astype(np.float32)
-    conv = lambda x, w: pyree.lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)))
-    got = pyree.jit(conv)(pyree.device_put(x, cuda), pyree.device_put(w, cuda))
-    want = conv_ref(x, w, (1, 1), ((1, 1), (1, 1)))
-    assert np.abs(np.asarray(got) - want).max() / np.abs(want).max() < 2e-3
-    loss = lambda x, w: jnp.sum(conv(x, w) ** 2) / 2
-    gx, gw = pyree.jit(pyree.grad(loss, argnums=(0, 1)))(pyree.device_put(x, cuda),
-                                                         pyree.device_put(w, cuda))
-    cpu = pyree.devices("cpu")[0]
-    with pyree.default_device(cpu):
-        hx, hw = pyree.jit(lambda x, w: pyree.grad(loss, argnums=(0, 1))(x, w),
-                           device=cpu)(x, w)
-    for g, h in ((gx, hx), (gw, hw)):
-        g, h = np.asarray(g), np.asarray(h)
-        assert np.abs(g - h).max() / np.abs(h).max() < 4e-3

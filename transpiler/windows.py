@@ -28,7 +28,7 @@ from . import primitives as P
 from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules, zeros
 from .batching import batching_rules
 from .ir import ShapedArray
-from .lower import (_bf16_split_product, _reduce, _splits_float32, hlo, lowering_rules, mlir, op,
+from .lower import (_bf16_split_product, _splits_float32, hlo, lowering_rules, mlir, op,
                     scalar_like, tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
@@ -175,10 +175,6 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     depthwise = (feature_group_count > 1 and rhs_aval.shape[dimension_numbers.rhs_spec[1]] == 1
                  and out_aval.dtype in (np.dtype(np.float32), np.dtype(np.float16),
                                         np.dtype(bfloat16)))
-    if (ctx.lowering.device_platform == "cuda" or GEMM_CONV_ON_CPU) and not empty:
-        through_kernel = _conv_as_gemm_kernel(ctx, lhs, rhs, precision=precision, **params)
-        if through_kernel is not None:
-            return through_kernel
     if ctx.lowering.platform == "cuda" and depthwise and not empty:
         # (behind a barrier: a widening fused into the convolution fails the same way)
         lhs, rhs = (v if a.dtype == np.float32 else op(
@@ -231,196 +227,6 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     real = hlo("subtract", out_t, product(a, c), product(b, d))
     imag = hlo("add", out_t, product(a, d), product(b, c))
     return hlo("complex", tensor_type(out_aval), real, imag)
-
-
-# On CUDA a convolution whose window has at most this many taps runs as im2col + pyree's GEMM
-# kernel (cuda_gemm.py); wider windows (a kernel gradient's window is the whole image) stay
-# IREE's.
-GEMM_CONV_MAX_TAPS = 64
-# True: that form on the CPU too, its product a stablehlo.dot_general (tests check the im2col
-# arithmetic on the CPU this way: tests/test_cuda_gemm.py).
-GEMM_CONV_ON_CPU = False
-
-
-def _conv_as_gemm_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-                         dimension_numbers, feature_group_count, batch_group_count,
-                         precision=None):
-    """A convolution on CUDA as im2col and one batched product through pyree's tensor-core
-    kernel, or None when it stays IREE's. IREE 3.13 ran a float32 NCHW 32x64x128x128
-    convolution with 128 3x3 filters in 6.4 ms as three bf16 convolutions (its own TF32-less
-    code; JAX 0.70 ms, H200).
-
-    With the input padded (and dilated) spatially, one strided slice per window tap q gives
-    ``x_q[n, c, p] = x[n, c, p * stride + q * dilation]``; stacked, they are the columns
-    ``cols[n, c * Q + q, p]``, and ``out[n] = w (O x C*Q) @ cols[n] (C*Q x P)`` for every
-    image n, the filters shared (no batch stride)."""
-    from pyree.runtime.device import cuda_target
-
-    from . import cuda_gemm
-    lhs_aval, rhs_aval = ctx.avals_in
-    out_aval = ctx.avals_out[0]
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    nsp = len(window_strides)
-    taps = int(np.prod([rhs_aval.shape[a] for a in rhs_spec[2:]]))
-    positions = int(np.prod([out_aval.shape[a] for a in out_spec[2:]]))
-    if (feature_group_count != 1 or batch_group_count != 1 or nsp == 0 or ctx.dynamic
-            or min(taps, positions) > GEMM_CONV_MAX_TAPS or lhs_aval.dtype != rhs_aval.dtype):
-        return None
-    on_gpu = ctx.lowering.device_platform == "cuda"
-    target = cuda_target() if on_gpu else "sm_80"
-    types = cuda_gemm.kernel_types(lhs_aval.dtype, out_aval.dtype, precision, target)
-    if types is None or not (on_gpu or out_aval.dtype == lhs_aval.dtype == np.float32):
-        return None
-    if taps > positions:
-        return _wide_window_conv_as_gemm_kernel(
-            ctx, lhs, rhs, on_gpu=on_gpu, target=target, precision=precision,
-            window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
-            rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers)
-    batch, channels = lhs_aval.shape[lhs_spec[0]], lhs_aval.shape[lhs_spec[1]]
-    filters = rhs_aval.shape[rhs_spec[0]]
-    window = [rhs_aval.shape[a] for a in rhs_spec[2:]]
-    out_spatial = [out_aval.shape[a] for a in out_spec[2:]]
-    pixels = int(np.prod(out_spatial))
-    k = channels * taps
-    plan = cuda_gemm.product_plan(types, (1, filters, k), (batch, k, pixels), False, False)
-    if plan is None or (on_gpu and filters * pixels * k * batch <= cuda_gemm.MIN_MACS):
-        return None
-    ir = mlir()
-    x, x_aval = _padded_spatially(*_transposed(lhs, lhs_aval, lhs_spec), padding,
-                                  lhs_dilation)  # (N, C, *spatial)
-    w, w_aval = _transposed(rhs, rhs_aval, rhs_spec)      # (O, C, *window)
-    tap_aval = x_aval.update(shape=(batch, channels, 1, pixels))
-    columns = []
-    for q in np.ndindex(*window):
-        start = [0, 0] + [int(qi * d) for qi, d in zip(q, rhs_dilation)]
-        limit = [batch, channels] + [s0 + (o - 1) * st + 1 for s0, o, st
-                                     in zip(start[2:], out_spatial, window_strides)]
-        sliced = hlo("slice", tensor_type(x_aval.update(shape=(batch, channels, *out_spatial))),
-                     x, start_indices=ir.DenseI64ArrayAttr.get(start),
-                     limit_indices=ir.DenseI64ArrayAttr.get(limit),
-                     strides=ir.DenseI64ArrayAttr.get([1, 1] + [int(v) for v in window_strides]))
-        columns.append(hlo("reshape", tensor_type(tap_aval), sliced))
-    stacked_aval = x_aval.update(shape=(batch, channels, taps, pixels))
-    stacked = (columns[0] if taps == 1 else
-               hlo("concatenate", tensor_type(stacked_aval), *columns,
-                   dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 2)))
-    cols = hlo("reshape", tensor_type(x_aval.update(shape=(batch, k, pixels))), stacked)
-    weights = hlo("reshape", tensor_type(w_aval.update(shape=(1, filters, k))), w)
-    canonical = out_aval.update(shape=(batch, filters, *out_spatial))
-    if on_gpu:
-        out = cuda_gemm.emit(plan, weights, cols, tensor_type(canonical), target)
-    else:
-        product = op("stablehlo.dot_general", [tensor_type(canonical.update(
-            shape=(filters, batch, pixels)))], [hlo("reshape", tensor_type(
-                w_aval.update(shape=(filters, k))), weights), cols], {
-            "dot_dimension_numbers": ir.Attribute.parse(
-                "#stablehlo.dot<lhs_contracting_dimensions = [1], "
-                "rhs_contracting_dimensions = [1]>")}).result
-        out = hlo("reshape", tensor_type(canonical), hlo(
-            "transpose", tensor_type(canonical.update(shape=(batch, filters, pixels))), product,
-            permutation=ir.DenseI64ArrayAttr.get([1, 0, 2])))
-    if list(out_spec) == list(range(out_aval.ndim)):
-        return out
-    return hlo("transpose", tensor_type(out_aval), out,
-               permutation=ir.DenseI64ArrayAttr.get([int(a) for a in np.argsort(out_spec)]))
-
-
-def _wide_window_conv_as_gemm_kernel(ctx, lhs, rhs, *, on_gpu, target, precision,
-                                     window_strides, padding, lhs_dilation, rhs_dilation,
-                                     dimension_numbers):
-    """A convolution whose window has more taps than its result has positions (a kernel
-    gradient: the window is the image, the result the filter's taps) as one product per input
-    feature f, summed: with one strided slice of the input per result position t,
-    ``rows[f, (b, t), u] = x[b, f, t * stride + u * dilation]`` and ``out[b, t, o] = sum_f
-    rows[f] ((b, t) x U) @ w[f] (U x O)``. The products accumulate in float32."""
-    from . import cuda_gemm
-    ir = mlir()
-    lhs_aval, rhs_aval = ctx.avals_in
-    out_aval = ctx.avals_out[0]
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    features, batch = lhs_aval.shape[lhs_spec[1]], lhs_aval.shape[lhs_spec[0]]
-    filters = rhs_aval.shape[rhs_spec[0]]
-    window = [rhs_aval.shape[a] for a in rhs_spec[2:]]
-    out_spatial = [out_aval.shape[a] for a in out_spec[2:]]
-    positions, taps = int(np.prod(out_spatial)), int(np.prod(window))
-    types = cuda_gemm.kernel_types(lhs_aval.dtype, np.float32, precision, target)
-    plan = types and cuda_gemm.product_plan(types, (features, batch * positions, taps),
-                                            (features, filters, taps), False, True)
-    if plan is None or (on_gpu and features * batch * positions * taps * filters
-                        <= cuda_gemm.MIN_MACS):
-        return None
-    lhs_order = (lhs_spec[1], lhs_spec[0], *lhs_spec[2:])
-    x, x_aval = _padded_spatially(*_transposed(lhs, lhs_aval, lhs_order), padding,
-                                  lhs_dilation)  # (F, B, *spatial)
-    w, w_aval = _transposed(rhs, rhs_aval, (rhs_spec[1], rhs_spec[0], *rhs_spec[2:]))
-    row_aval = x_aval.update(shape=(features, batch, 1, taps))
-    rows = []
-    for t in np.ndindex(*out_spatial):
-        start = [0, 0] + [int(ti * st) for ti, st in zip(t, window_strides)]
-        limit = [features, batch] + [s0 + (k - 1) * d + 1 for s0, k, d
-                                     in zip(start[2:], window, rhs_dilation)]
-        sliced = hlo("slice", tensor_type(x_aval.update(shape=(features, batch, *window))), x,
-                     start_indices=ir.DenseI64ArrayAttr.get(start),
-                     limit_indices=ir.DenseI64ArrayAttr.get(limit),
-                     strides=ir.DenseI64ArrayAttr.get([1, 1] + [int(d) for d in rhs_dilation]))
-        rows.append(hlo("reshape", tensor_type(row_aval), sliced))
-    stacked = (rows[0] if positions == 1 else hlo(
-        "concatenate", tensor_type(x_aval.update(shape=(features, batch, positions, taps))),
-        *rows, dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 2)))
-    a = hlo("reshape", tensor_type(x_aval.update(shape=(features, batch * positions, taps))),
-            stacked)
-    b = hlo("reshape", tensor_type(w_aval.update(shape=(features, filters, taps))), w)
-    partial_aval = ShapedArray((features, batch * positions, filters), np.dtype(np.float32))
-    if on_gpu:
-        partial = cuda_gemm.emit(plan, a, b, tensor_type(partial_aval), target)
-    else:
-        partial = op("stablehlo.dot_general", [tensor_type(partial_aval)], [a, b], {
-            "dot_dimension_numbers": ir.Attribute.parse(
-                "#stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
-                "lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [2]>")}).result
-    summed_aval = partial_aval.update(shape=(batch * positions, filters))
-    summed = _reduce(ctx, [partial], [scalar_like(0, np.float32)], [np.dtype(np.float32)], [0],
-                     [summed_aval], lambda acc, v: [hlo("add", acc.type, acc, v)])[0]
-    canonical = out_aval.update(shape=(batch, *out_spatial, filters))
-    if out_aval.dtype != np.float32:
-        summed = hlo("convert", tensor_type(summed_aval.update(dtype=out_aval.dtype)), summed)
-    out = hlo("reshape", tensor_type(canonical), summed)
-    nsp = len(out_spatial)
-    # canonical axes: batch 0, spatial 1..nsp, feature nsp + 1
-    perm = [0] * out_aval.ndim
-    perm[out_spec[0]], perm[out_spec[1]] = 0, nsp + 1
-    for j, axis in enumerate(out_spec[2:]):
-        perm[axis] = 1 + j
-    if perm == list(range(out_aval.ndim)):
-        return out
-    return hlo("transpose", tensor_type(out_aval), out,
-               permutation=ir.DenseI64ArrayAttr.get(perm))
-
-
-def _transposed(x, aval: ShapedArray, order):
-    """``x`` with its axes in ``order`` (and its aval), or as it is."""
-    if list(order) == list(range(aval.ndim)):
-        return x, aval
-    aval = aval.update(shape=tuple(aval.shape[a] for a in order))
-    return hlo("transpose", tensor_type(aval), x,
-               permutation=mlir().DenseI64ArrayAttr.get([int(a) for a in order])), aval
-
-
-def _padded_spatially(x, aval: ShapedArray, padding, lhs_dilation):
-    """``x`` of axes (., ., *spatial) padded by ``padding`` (negative edges crop) and dilated
-    by ``lhs_dilation``, with its aval."""
-    ir = mlir()
-    lo = [0, 0] + [p[0] for p in padding]
-    hi = [0, 0] + [p[1] for p in padding]
-    interior = [0, 0] + [d - 1 for d in lhs_dilation]
-    if not (any(lo) or any(hi) or any(interior)):
-        return x, aval
-    aval = aval.update(shape=tuple(l + h + dilate_dim(n, i + 1)
-                                   for n, l, h, i in zip(aval.shape, lo, hi, interior)))
-    return hlo("pad", tensor_type(aval), x, scalar_like(0, aval.dtype),
-               edge_padding_low=ir.DenseI64ArrayAttr.get(lo),
-               edge_padding_high=ir.DenseI64ArrayAttr.get(hi),
-               interior_padding=ir.DenseI64ArrayAttr.get(interior)), aval
 
 
 def _real_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval: ShapedArray, *,
