@@ -3,10 +3,11 @@
 # baseline of the other gpu.py rows and the tests that failed on CUDA before. On the GPU
 # machine, after `bash ../shared/gpu/pack.sh` here:
 #   bash .gpu/remote.sh bash benchmarks/gpu_gemm.sh
-# (~4 minutes on an H200; GPU_GEMM_SHORT=1: the tests, the kernel rows and the shapes, ~2.5).
+# (~5 minutes on an H200; GPU_GEMM_SHORT=1: the tests, the variants and the product rows, ~2.5).
 # Logs go to $OUT:
 #   gemm_tests.txt  the kernels' values against float64 (every type pair and layout, ragged,
-#                   batched, an unaligned view), the CUDA target and transfer tests
+#                   batched, an unaligned view, convolutions), the CUDA target and transfer tests
+#   variants.txt    tuning builds of the kernels side by side (benchmarks/gpu_gemm_variants.py)
 #   gemm_on.txt     gpu.py rows of products (matmuls, MLP step, convolution, RNN) with the
 #                   kernels, and JAX
 #   gemm_off.txt    the same rows with IREE's own code (PYREE_CUDA_GEMM_KERNELS=0), pyree alone
@@ -28,7 +29,17 @@ timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -o addopts="" tests/te
   > "$OUT/gemm_tests.txt" 2>&1
 stamp gemm_tests; grep -E "^(FAILED|ERROR)|passed|failed|Error" "$OUT/gemm_tests.txt" | cut -c1-400 | tail -25
 
+# Tuning builds of the kernels (cuda_gemm.VARIANTS, built into benchmarks/gemm_variants/ before
+# packing, e.g. `python -m pyree.transpiler.cuda_gemm --build pad benchmarks/gemm_variants/
+# pad.json.gz`; the folder is git-ignored: carry it), each in a process of its own.
+if ls benchmarks/gemm_variants/*.json.gz > /dev/null 2>&1; then
+  PYREE_PLATFORM=$platform GEMM_VARIANTS_SCALE=$scale timeout 200 python3 \
+    benchmarks/gpu_gemm_variants.py benchmarks/gemm_variants/*.json.gz > "$OUT/variants.txt" 2>&1
+  stamp variants; tail -8 "$OUT/variants.txt"
+fi
+
 rows="matmul f32 8192^2,matmul bf16,MLP SGD,conv,scan RNN,RNN step"
+[ "${GPU_GEMM_SHORT:-0}" = 1 ] && rows="MLP SGD,conv,scan RNN,RNN step"
 (cd benchmarks && PYREE_PLATFORM=$platform timeout 150 python3 gpu.py --rounds 3 --scale $scale \
   --no-first-call --only "$rows") > "$OUT/gemm_on.txt" 2>&1
 stamp gemm_on; tail -8 "$OUT/gemm_on.txt"
@@ -36,6 +47,7 @@ stamp gemm_on; tail -8 "$OUT/gemm_on.txt"
   --rounds 3 --scale $scale --no-first-call --no-jax --only "$rows") > "$OUT/gemm_off.txt" 2>&1
 [ "${GPU_GEMM_SHORT:-0}" = 1 ] || { stamp gemm_off; tail -7 "$OUT/gemm_off.txt"; }
 
+[ "${GPU_GEMM_SHORT:-0}" = 1 ] && exit 0
 PYREE_PLATFORM=$platform timeout 90 python3 - "$scale" > "$OUT/shapes.txt" 2>&1 <<'PY'
 # The kernels alone: median time of a jitted product at several shapes, pyree and JAX.
 import sys, time, statistics
@@ -83,7 +95,6 @@ for (m, k, n), form in [((2048, 2048, 2048), "a@b"), ((4096, 4096, 4096), "a@b")
               flush=True)
 PY
 stamp shapes; cat "$OUT/shapes.txt" | tail -16
-[ "${GPU_GEMM_SHORT:-0}" = 1 ] && exit 0
 
 (cd benchmarks && PYREE_PLATFORM=$platform timeout 140 python3 gpu.py --rounds 3 --scale $scale \
   --no-first-call --only "SELU eager,Newton,cross-entropy,trivial") \

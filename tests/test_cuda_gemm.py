@@ -1,8 +1,9 @@
 """pyree's tensor-core GEMM kernels on CUDA (transpiler/cuda_gemm.py, issue 20): which products
 take them and in what form, that modules holding them compile for CUDA with the kernels' PTX,
-that the PTX is built from the source in the tree, and — where a CUDA device exists — values
-against float64 for every type pair and layout, ragged and batched shapes, and operands that
-are views at unaligned offsets."""
+that the PTX is built from the source in the tree, which convolutions take the implicit-GEMM
+kernel, and — where a CUDA device exists — values against float64 for every type pair and
+layout, ragged and batched shapes, operands that are views at unaligned offsets, and
+convolutions (strides, dilation, padding, layouts) with their gradients."""
 import numpy as np
 import pytest
 
@@ -15,6 +16,7 @@ from pyree.transpiler import cuda_gemm
 from pyree.transpiler.ir import ShapedArray
 
 from conftest import cuda_ptx
+from test_conv import conv_ref
 
 pytestmark = pytest.mark.usefixtures("jax_default_matmul_precision")
 
@@ -99,6 +101,35 @@ def test_ptx_is_built_from_the_source_in_the_tree():
         assert f".version {cuda_gemm.PTX_VERSION}" in ptx
 
 
+def _conv(x, w, strides=(1, 1), padding="SAME", rhs_dilation=(1, 1), numbers=None,
+          precision=None):
+    return pyree.lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=rhs_dilation,
+                                         dimension_numbers=numbers, precision=precision)
+
+
+def test_which_convolutions_take_the_implicit_gemm_kernel(sm80, tmp_path):
+    cuda = Device("cuda")
+    x, w = np.ones((4, 16, 32, 32), np.float32), np.ones((32, 16, 3, 3), np.float32)
+    kernels = lambda f, *args: [line.split('"')[1] for line in
+                                pyree.jit(f, device=cuda).lower(*args).as_text().splitlines()
+                                if "hal.dispatch.extern" in line]
+    assert kernels(_conv, x, w) == ["pyree_conv2d_f32_f32"]
+    # Its gradient: the input's is a convolution of the same kind; the filter's (a window as
+    # large as the image, 3x3 results) stays IREE's.
+    step = pyree.grad(lambda x, w: jnp.sum(_conv(x, w) ** 2), argnums=(0, 1))
+    assert kernels(step, x, w) == ["pyree_conv2d_f32_f32"] * 2
+    nhwc = ("NHWC", "HWIO", "NHWC")
+    assert kernels(lambda x, w: _conv(x, w, (2, 2), numbers=nhwc),
+                   np.ones((4, 32, 32, 16), np.float32), np.ones((3, 3, 16, 32), np.float32))
+    assert not kernels(lambda x, w: _conv(x, w, precision="highest"), x, w)
+    assert not kernels(_conv, x.astype(bfloat16), w.astype(bfloat16))
+    grouped = lambda x, w: pyree.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                          feature_group_count=2)
+    assert not kernels(grouped, x, w[:, :8])
+    ptx = cuda_ptx(pyree.jit(_conv, device=cuda).lower(x, w).as_text(), tmp_path)
+    assert "cp.async.ca.shared.global" in ptx and ".m16n16k8.f32.tf32.tf32.f32" in ptx
+
+
 # -- on a CUDA device ---------------------------------------------------------------------------
 
 def _cuda_or_skip():
@@ -153,3 +184,36 @@ def test_kernel_batched_and_unaligned_views():
     got = pyree.jit(lambda x, w: x[1:].reshape(300, 256) @ w)(x, pyree.device_put(w, cuda))
     want = flat[1:].reshape(300, 256).astype(np.float64) @ w
     assert np.abs(np.asarray(got) - want).max() / np.abs(want).max() < 2e-3
+
+
+@pytest.mark.parametrize("strides, padding, dilation, numbers", [
+    ((1, 1), ((1, 1), (1, 1)), (1, 1), None),
+    ((2, 1), ((0, 2), (1, 0)), (1, 2), None),
+    ((1, 1), ((-1, 1), (2, 2)), (2, 1), None),
+    ((2, 2), ((1, 1), (1, 1)), (1, 1), ("NHWC", "HWIO", "NHWC")),
+])
+def test_kernel_convolutions(strides, padding, dilation, numbers):
+    cuda = _cuda_or_skip()
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((6, 24, 37, 30)).astype(np.float32)
+    w = (rng.standard_normal((40, 24, 3, 3)) / 15).astype(np.float32)
+    want = conv_ref(x, w, strides, padding, rhs_dil=dilation)
+    if numbers is not None:
+        x, w, want = np.moveaxis(x, 1, -1), np.transpose(w, (2, 3, 1, 0)), np.moveaxis(want, 1, -1)
+    f = pyree.jit(lambda x, w: _conv(x, w, strides, padding, dilation, numbers))
+    got = np.asarray(f(pyree.device_put(x, cuda), pyree.device_put(w, cuda)), np.float64)
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() / np.abs(want).max() < 2e-3
+
+
+def test_kernel_convolution_gradients():
+    cuda = _cuda_or_skip()
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((8, 32, 40, 40)).astype(np.float32)
+    w = (rng.standard_normal((64, 32, 3, 3)) / 17).astype(np.float32)
+    x, w = pyree.device_put(x, cuda), pyree.device_put(w, cuda)
+    grads = lambda precision: pyree.jit(pyree.grad(
+        lambda x, w: jnp.sum(_conv(x, w, precision=precision) ** 2) / 2, argnums=(0, 1)))(x, w)
+    for g, h in zip(grads(None), grads("highest")):   # (HIGHEST: IREE's exact float32)
+        g, h = np.asarray(g), np.asarray(h)
+        assert np.abs(g - h).max() / np.abs(h).max() < 4e-3

@@ -73,7 +73,8 @@ _DTYPES = {name: dtype for dtype, name in _NAMES.items()}
 # (input, output) type pairs with a kernel; layouts: A row/column-major x B row/column-major.
 TYPE_PAIRS = (("f32", "f32"), ("bf16", "f32"), ("bf16", "bf16"), ("f16", "f32"), ("f16", "f16"))
 LAYOUTS = ("rr", "rc", "cr", "cc")
-KERNELS = tuple(f"pyree_gemm_{i}_{o}_{lay}" for i, o in TYPE_PAIRS for lay in LAYOUTS)
+KERNELS = tuple(f"pyree_gemm_{i}_{o}_{lay}" for i, o in TYPE_PAIRS for lay in LAYOUTS) + (
+    "pyree_conv2d_f32_f32",)
 
 
 class GemmPlan(NamedTuple):
@@ -188,6 +189,60 @@ def emit(p: GemmPlan, lhs, rhs, out_type, target: str):
     return ir.Operation.create("stablehlo.reshape", results=[out_type], operands=[c]).result
 
 
+class Conv2dPlan(NamedTuple):
+    """A float32 2-D convolution of NCHW images with OIHW filters as pyree's implicit-GEMM
+    kernel: out[n] (filters x pixels) = w (filters x K) @ taps[n] (K x pixels), K = channels x
+    kh x kw, the taps read from the image by the kernel (``cuda_gemm.cu``: Image)."""
+    batch: int
+    channels: int
+    height: int
+    width: int
+    filters: int
+    kernel: tuple
+    out: tuple
+    strides: tuple
+    dilation: tuple
+    pad: tuple      # top, left (the bottom and right follow from the sizes)
+    pad_k: int      # zeros appended to the filter matrix's rows (16-byte rows)
+
+
+def conv2d_plan(lhs_shape, rhs_shape, out_spatial, strides, padding, rhs_dilation,
+                precision: Optional[str], target: str) -> Optional[Conv2dPlan]:
+    """The plan of a float32 NCHW x OIHW convolution (no input dilation, one group) on
+    ``target``, or None when it stays IREE's."""
+    if kernel_types(np.float32, np.float32, precision, target) != "f32_f32":
+        return None
+    n, c, h, w = lhs_shape
+    o, _, kh, kw = rhs_shape
+    k = c * kh * kw
+    pixels = out_spatial[0] * out_spatial[1]
+    # Few output pixels (a kernel gradient's result is the filter's taps, its window the
+    # image) would leave most of each 128-wide tile idle over a long k: IREE's then.
+    if (n * o * pixels * k <= MIN_MACS or o <= 1 or pixels < TILE // 2 or n > MAX_GRID
+            or -(-o // TILE) > MAX_GRID or max(c * h * w, o * pixels, o * (k + 3)) >= 2 ** 31):
+        return None
+    return Conv2dPlan(n, c, h, w, o, (kh, kw), tuple(out_spatial), tuple(strides),
+                      tuple(rhs_dilation), (padding[0][0], padding[1][0]), (-k) % 4)
+
+
+def emit_conv2d(p: Conv2dPlan, images, filters, out_type, target: str):
+    """The ops of plan ``p``: ``images`` (N, C, H, W) and ``filters`` (O, C, KH, KW) to the
+    (N, O, OH, OW) result ``out_type``."""
+    from iree.compiler import ir
+    k = p.channels * p.kernel[0] * p.kernel[1]
+    matrix = _prepare(ir, filters, None, (1, p.filters, k), p.pad_k)
+    pixels = p.out[0] * p.out[1]
+    element = ir.RankedTensorType(out_type).element_type
+    c_type = ir.RankedTensorType.get([p.batch, p.filters, pixels], element)
+    constants = [p.filters, pixels, k, k + p.pad_k, 0, pixels, 0,
+                 p.channels * p.height * p.width, p.filters * pixels,
+                 p.channels, p.height, p.width, p.kernel[0], p.kernel[1], p.out[1],
+                 p.strides[0], p.strides[1], p.dilation[0], p.dilation[1], p.pad[0], p.pad[1]]
+    c = _dispatch(ir, "pyree_conv2d_f32_f32", target, [matrix, images], c_type, constants,
+                  grid=(-(-pixels // TILE), -(-p.filters // TILE), p.batch))
+    return ir.Operation.create("stablehlo.reshape", results=[out_type], operands=[c]).result
+
+
 def _prepare(ir, value, order, shape3, pad):
     element = ir.RankedTensorType(value.type).element_type
     if order is not None:
@@ -246,12 +301,12 @@ def _dispatch(ir, kernel: str, target: str, operands: Sequence, result_type, con
             f'vector<{len(ptx)}xi8>}}>')])]),
         "tied_operands": ir.ArrayAttr.get([ir.IntegerAttr.get(index, -1)]),
         "workgroup_size": ir.ArrayAttr.get([ir.IntegerAttr.get(index, v)
-                                            for v in (THREADS, 1, 1)]),
-        # (A "workgroup_local_memory" here is launched as dynamic shared memory, past CUDA's
-        # 48 KB of static: IREE raises the kernel's limit to it. Measured on an H200: three
-        # stages of twice the k in 110 KB ran slower than these two stages in 40 KB static,
-        # f32 8192^2 15.8 against 14.0 ms, bf16 6.2 against 5.1 ms.)
+                                            for v in (threads(), 1, 1)]),
     }
+    if shared_bytes(kernel):
+        # Launched as dynamic shared memory, past CUDA's 48 KB of static: IREE raises the
+        # kernel's limit to it.
+        attributes["workgroup_local_memory"] = ir.IntegerAttr.get(index, shared_bytes(kernel))
     dispatch = ir.Operation.create("hal.dispatch.extern", results=[result_type],
                                    operands=values + list(operands), attributes=attributes,
                                    regions=2)
@@ -268,13 +323,52 @@ def _dispatch(ir, kernel: str, target: str, operands: Sequence, result_type, con
 
 @functools.lru_cache(maxsize=None)
 def _ptx_file() -> dict:
-    with gzip.open(PTX_FILE, "rt") as f:
+    # PYREE_CUDA_GEMM_PTX: another build of the kernels (``build(variant=...)``), an
+    # experiment knob for timing tuning variants on a GPU; the file is part of each module.
+    with gzip.open(os.environ.get("PYREE_CUDA_GEMM_PTX") or PTX_FILE, "rt") as f:
         return json.load(f)
 
 
 def kernel_ptx(kernel: str) -> str:
     """The PTX module of one kernel of ``KERNELS``."""
     return _ptx_file()["kernels"][kernel]
+
+
+def shared_bytes(kernel: str) -> int:
+    """Dynamic shared memory the kernel's build takes (0: static, within CUDA's 48 KB)."""
+    return _ptx_file().get("shared_bytes", {}).get(kernel, 0)
+
+
+def threads() -> int:
+    """Threads per workgroup of the kernels' build."""
+    return _ptx_file().get("threads", THREADS)
+
+
+# Tuning variants of cuda_gemm.cu's knobs (its PYREE_* macros), built with ``build(variant=)``
+# for timing on a GPU (benchmarks/gpu_gemm.sh, gpu_gemm_variants.py); "default" is what ships.
+# Measured on an H200 (2026-11-27), TFLOP/s on 4096^3 / 8192^3 products, f32 (TF32) and bf16,
+# and the 32x64x128x128 convolution: default 78.6 / 79.6, 204 / 217, conv 32.6; pad the same
+# (78.2 / 79.7, 204 / 217, 32.7); stages4 69.8 / 71.3, 177 / 191, 33.3; warps8 62.2 / 63.8,
+# 156 / 168, 35.1; warps8_group 60.8 / 62.5, 156 / 166, 36.0. An earlier 3-stage build with
+# 128-byte k rows in 110 KB (no unrolled steps) ran f32 8192^3 at 68 and bf16 at 179.
+VARIANTS = {
+    "default": {},
+    "pad": {"PYREE_F32_MN_PAD_BYTES": 32},
+    "stages4": {"PYREE_STAGES": 4, "PYREE_COPY_UNROLL": 2},
+    "warps8": {"PYREE_WARPS": 8, "PYREE_MIN_BLOCKS": 2, "PYREE_STAGES": 3,
+               "PYREE_F32_MN_PAD_BYTES": 32, "PYREE_COPY_UNROLL": 1},
+    "warps8_group": {"PYREE_WARPS": 8, "PYREE_MIN_BLOCKS": 2, "PYREE_STAGES": 3,
+                     "PYREE_F32_MN_PAD_BYTES": 32, "PYREE_COPY_UNROLL": 1, "PYREE_GROUP_M": 8},
+}
+
+
+def _shared_bytes(itemsize: int, knobs: dict) -> int:
+    """cuda_gemm.cu's STAGES * Stage<T>::BYTES for these knobs (kept in step with it)."""
+    stages, k_bytes = knobs.get("PYREE_STAGES", 2), knobs.get("PYREE_K_BYTES", 64)
+    bk, pad = k_bytes // itemsize, 16 // itemsize
+    mn_pad = knobs.get("PYREE_F32_MN_PAD_BYTES", 16) // 4 if itemsize == 4 else 8
+    half = max(TILE * (bk + pad), bk * (TILE + mn_pad)) * itemsize
+    return stages * 2 * ((half + 127) & ~127)
 
 
 def source_hash() -> str:
@@ -288,9 +382,11 @@ def source_hash() -> str:
 PTX_VERSION = "7.0"
 
 
-def build(nvrtc_path: Optional[str] = None) -> dict:
+def build(nvrtc_path: Optional[str] = None, variant: str = "default",
+          out: Optional[str] = None) -> dict:
     """Compiles every kernel of ``KERNELS`` from ``cuda_gemm.cu`` with NVRTC into
-    ``cuda_gemm_ptx.json.gz`` (a development step; needs the ``cuda-kernels`` extra)."""
+    ``cuda_gemm_ptx.json.gz`` (a development step; needs the ``cuda-kernels`` extra), or a
+    tuning ``variant`` (``VARIANTS``) into ``out``."""
     import ctypes
     import re
     nvidia = _nvidia_root()
@@ -298,16 +394,27 @@ def build(nvrtc_path: Optional[str] = None) -> dict:
     source = open(SOURCE).read()
     includes = [f"-I{os.path.join(nvidia, package, 'include')}"
                 for package in ("cuda_runtime", "cuda_nvcc")]   # mma.h and its crt/mma.h
-    kernels = {}
+    knobs = VARIANTS[variant]
+    kernels, shared = {}, {}
     for name in KERNELS:
-        _, _, in_name, out_name, layout = name.split("_")
-        text = source + (f"\nPYREE_GEMM({name}, {in_name}, {out_name}, "
-                         f"{str(layout[0] == 'c').lower()}, {str(layout[1] == 'c').lower()})\n")
+        if name.startswith("pyree_conv2d_"):
+            in_name, text = "f32", source + f"\nPYREE_CONV2D({name})\n"
+        else:
+            _, _, in_name, out_name, layout = name.split("_")
+            text = source + (f"\nPYREE_GEMM({name}, {in_name}, {out_name}, "
+                             f"{str(layout[0] == 'c').lower()}, "
+                             f"{str(layout[1] == 'c').lower()})\n")
         program = ctypes.c_void_p()
         _check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), text.encode(),
                                            b"cuda_gemm.cu", 0, None, None))
+        size_bytes = np.dtype(_DTYPES[in_name]).itemsize
+        dynamic = _shared_bytes(size_bytes, knobs) > 48 * 1024
+        defines = [f"-D{k}={v}" for k, v in knobs.items()] + (
+            ["-DPYREE_DYNAMIC_SHARED=1"] if dynamic else [])
+        if dynamic:
+            shared[name] = _shared_bytes(size_bytes, knobs)
         options = [b"--gpu-architecture=compute_80", b"-std=c++17", b"-default-device",
-                   b"--diag-suppress=177"] + [i.encode() for i in includes]
+                   b"--diag-suppress=177"] + [i.encode() for i in includes + defines]
         status = lib.nvrtcCompileProgram(program, len(options),
                                          (ctypes.c_char_p * len(options))(*options))
         size = ctypes.c_size_t()
@@ -323,7 +430,13 @@ def build(nvrtc_path: Optional[str] = None) -> dict:
         kernels[name] = re.sub(r"^\.version \d+\.\d+", f".version {PTX_VERSION}",
                                ptx.value.decode(), count=1, flags=re.M)
     record = {"source_sha256": source_hash(), "kernels": kernels}
-    with gzip.open(PTX_FILE, "wt") as f:
+    if shared:
+        record["shared_bytes"] = shared
+    if knobs.get("PYREE_WARPS", 4) != 4:
+        record["threads"] = 32 * knobs["PYREE_WARPS"]
+    if variant != "default":
+        record["variant"] = variant
+    with gzip.open(out or PTX_FILE, "wt") as f:
         json.dump(record, f, sort_keys=True)
     _ptx_file.cache_clear()
     return record
@@ -345,7 +458,8 @@ def _check(lib, status: int) -> None:
 
 if __name__ == "__main__":
     import sys
-    if sys.argv[1:] != ["--build"]:
-        sys.exit("usage: python -m pyree.transpiler.cuda_gemm --build")
-    built = build()
-    print(f"{len(built['kernels'])} kernels -> {PTX_FILE}")
+    if not sys.argv[1:] or sys.argv[1] != "--build" or len(sys.argv) not in (2, 4):
+        sys.exit("usage: python -m pyree.transpiler.cuda_gemm --build [VARIANT OUT.json.gz]")
+    variant, out = (sys.argv[2], sys.argv[3]) if len(sys.argv) == 4 else ("default", PTX_FILE)
+    built = build(variant=variant, out=out)
+    print(f"{len(built['kernels'])} kernels ({variant}) -> {out}")
