@@ -41,10 +41,12 @@ def test_which_products_take_a_kernel():
     f32 = np.float32
     p = _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL)
     assert p.kernel == "pyree_gemm_f32_f32_rr" and (p.batch, p.m, p.n, p.k) == (1, 512, 384, 256)
-    # HIGHEST stays exact float32 (IREE); so do small products, matrix-vector products,
-    # targets without sm_80's instructions, float64, and mixed operand types.
-    assert _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL, "HIGHEST") is None
-    assert _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL, "HIGH") is not None
+    # HIGHEST: exact float32 on the CUDA cores; HIGH (JAX's "tensorfloat32"): TF32. Small
+    # products, matrix-vector products, targets without sm_80's instructions, float64 and
+    # mixed operand types stay IREE's.
+    highest = _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL, "HIGHEST")
+    assert highest.kernel == "pyree_sgemm_f32_f32_rr"
+    assert _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL, "HIGH").kernel == p.kernel
     assert _plan(((64, 64), f32), ((64, 64), f32), f32, MATMUL) is None
     assert _plan(((4096, 4096), f32), ((4096, 1), f32), f32, MATMUL) is None
     assert _plan(((512, 256), f32), ((256, 384), f32), f32, MATMUL, target="sm_75") is None
@@ -86,10 +88,11 @@ def test_modules_with_kernels_compile_for_cuda(sm80, tmp_path):
     text = pyree.jit(lambda h: jnp.einsum("bij,bkj->bik", h, h), device=cuda).lower(h).as_text()
     ptx = cuda_ptx(text, tmp_path / "bf16")
     assert ".m16n16k16.f32.bf16.bf16.f32" in ptx
-    # On the CPU, and with HIGHEST, no kernel.
-    assert "hal.dispatch.extern" not in pyree.jit(lambda a, b: a @ b).lower(a, b).as_text()
+    # HIGHEST: fused multiply-adds, no tensor cores. On the CPU, no kernel.
     highest = pyree.jit(lambda a, b: jnp.matmul(a, b, precision="highest"), device=cuda)
-    assert "hal.dispatch.extern" not in highest.lower(a, b).as_text()
+    ptx = cuda_ptx(highest.lower(a, b).as_text(), tmp_path / "highest")
+    assert "fma.rn.f32" in ptx and "mma" not in ptx
+    assert "hal.dispatch.extern" not in pyree.jit(lambda a, b: a @ b).lower(a, b).as_text()
 
 
 def test_ptx_is_built_from_the_source_in_the_tree():
@@ -142,9 +145,10 @@ def _cuda_or_skip():
 
 
 # Relative error bounds against float64, in units of the result's largest magnitude: TF32 keeps
-# 11 significand bits, bf16 8, f16 11; rounding a bf16/f16 result adds half an ulp.
+# 11 significand bits, bf16 8, f16 11; rounding a bf16/f16 result adds half an ulp; exact
+# float32 ("highest") only its rounding.
 _BOUND = {("f32", "f32"): 2e-3, ("bf16", "f32"): 1e-2, ("bf16", "bf16"): 2e-2,
-          ("f16", "f32"): 2e-3, ("f16", "f16"): 4e-3}
+          ("f16", "f32"): 2e-3, ("f16", "f16"): 4e-3, ("f32", "highest"): 2e-6}
 _DTYPES = {"f32": np.float32, "bf16": bfloat16, "f16": np.float16}
 
 
@@ -152,7 +156,8 @@ _DTYPES = {"f32": np.float32, "bf16": bfloat16, "f16": np.float16}
 @pytest.mark.parametrize("layout", cuda_gemm.LAYOUTS)
 def test_kernel_values(pair, layout):
     cuda = _cuda_or_skip()
-    in_dtype, out_dtype = _DTYPES[pair[0]], _DTYPES[pair[1]]
+    in_dtype, out_dtype = _DTYPES[pair[0]], _DTYPES.get(pair[1], np.float32)
+    precision = "highest" if pair[1] == "highest" else None
     rng = np.random.default_rng(7)
     for m, n, k in ((256, 384, 512), (131, 257, 77), (1000, 130, 300)):
         a = rng.standard_normal((m, k)).astype(in_dtype)
@@ -162,7 +167,7 @@ def test_kernel_values(pair, layout):
         stored_b = b.T.copy() if layout[1] == "c" else b
         dims = (((0 if layout[0] == "c" else 1,), (1 if layout[1] == "c" else 0,)), ((), ()))
         f = pyree.jit(lambda x, y: pyree.lax.dot_general(
-            x, y, dims, preferred_element_type=out_dtype))
+            x, y, dims, precision=precision, preferred_element_type=out_dtype))
         got = np.asarray(f(pyree.device_put(stored_a, cuda), pyree.device_put(stored_b, cuda)),
                          np.float64)
         error = np.abs(got - want).max() / np.abs(want).max()
@@ -214,6 +219,6 @@ def test_kernel_convolution_gradients():
     x, w = pyree.device_put(x, cuda), pyree.device_put(w, cuda)
     grads = lambda precision: pyree.jit(pyree.grad(
         lambda x, w: jnp.sum(_conv(x, w, precision=precision) ** 2) / 2, argnums=(0, 1)))(x, w)
-    for g, h in zip(grads(None), grads("highest")):   # (HIGHEST: IREE's exact float32)
+    for g, h in zip(grads(None), grads("highest")):   # (HIGHEST: exact float32)
         g, h = np.asarray(g), np.asarray(h)
         assert np.abs(g - h).max() / np.abs(h).max() < 4e-3

@@ -10,13 +10,14 @@ reaches ~309. pyree therefore dispatches its own kernels from the module (IREE's
   for newer GPUs);
 * of static shape, with two free sides (a matrix-vector product stays IREE's: memory-bound);
 * float32 below ``HIGHEST`` precision — TF32 products with float32 accumulation, the
-  arithmetic of JAX's ``DEFAULT`` and ``HIGH`` ("tensorfloat32") on GPUs — or bfloat16 /
-  float16 operands (results float32 or the operands' type, accumulation float32);
+  arithmetic of JAX's ``DEFAULT`` and ``HIGH`` ("tensorfloat32") on GPUs —, float32 at
+  ``HIGHEST`` (exact float32 fused multiply-adds on the CUDA cores), or bfloat16 / float16
+  operands (results float32 or the operands' type, accumulation float32);
 * large enough to gain: more than ``MIN_MACS`` multiply-adds.
 
-Float32 at ``HIGHEST`` stays exact float32 through IREE; with the kernels off (or below
-``sm_80``) float32 below ``HIGHEST`` runs as three bf16 products through IREE
-(lower._bf16_split_product).
+With the kernels off (or below ``sm_80``) float32 below ``HIGHEST`` runs as three bf16
+products through IREE (lower._bf16_split_product), at ``HIGHEST`` as IREE's float32 code.
+Float32 2-D convolutions take an implicit-GEMM kernel (``conv2d_plan``).
 
 A product ``dot_general(lhs, rhs)`` becomes ``C[b] = A[b] @ B[b]`` over one batch axis: the
 operands are transposed only when their batch, free and contracted axes are not already
@@ -73,8 +74,9 @@ _DTYPES = {name: dtype for dtype, name in _NAMES.items()}
 # (input, output) type pairs with a kernel; layouts: A row/column-major x B row/column-major.
 TYPE_PAIRS = (("f32", "f32"), ("bf16", "f32"), ("bf16", "bf16"), ("f16", "f32"), ("f16", "f16"))
 LAYOUTS = ("rr", "rc", "cr", "cc")
-KERNELS = tuple(f"pyree_gemm_{i}_{o}_{lay}" for i, o in TYPE_PAIRS for lay in LAYOUTS) + (
-    "pyree_conv2d_f32_f32",)
+KERNELS = tuple(f"pyree_gemm_{i}_{o}_{lay}" for i, o in TYPE_PAIRS for lay in LAYOUTS) + tuple(
+    f"pyree_sgemm_f32_f32_{lay}" for lay in LAYOUTS) + ("pyree_conv2d_f32_f32",)
+SIMT_THREADS = 256   # threads of the exact float32 kernels (cuda_gemm.cu: sgemm)
 
 
 class GemmPlan(NamedTuple):
@@ -99,8 +101,9 @@ class GemmPlan(NamedTuple):
 
 
 def kernel_types(in_dtype, out_dtype, precision: Optional[str], target: str) -> Optional[str]:
-    """The "<in>_<out>" part of the name of the kernels for these operand and result types at
-    ``precision`` on ``target``, or None when products of them stay IREE's."""
+    """The kernels' name up to the layout ("pyree_gemm_f32_f32", ...) for these operand and
+    result types at ``precision`` on ``target``, or None when products of them stay IREE's:
+    float32 at HIGHEST takes the exact float32 kernels ("pyree_sgemm_f32_f32")."""
     from pyree import config
     if not config.cuda_gemm_kernels or _arch(target) < 80:
         return None
@@ -108,8 +111,8 @@ def kernel_types(in_dtype, out_dtype, precision: Optional[str], target: str) -> 
     if in_name is None or (in_name, out_name) not in TYPE_PAIRS:
         return None
     if in_name == "f32" and precision == "HIGHEST":
-        return None
-    return f"{in_name}_{out_name}"
+        return "pyree_sgemm_f32_f32"
+    return f"pyree_gemm_{in_name}_{out_name}"
 
 
 def plan(lhs_aval, rhs_aval, out_aval, dimension_numbers, precision: Optional[str],
@@ -146,14 +149,14 @@ def product_plan(types: str, lhs_shape3: tuple, rhs_shape3: tuple, a_col: bool, 
     batch = rhs_shape3[0]
     m, k = (lhs_shape3[2], lhs_shape3[1]) if a_col else (lhs_shape3[1], lhs_shape3[2])
     n = rhs_shape3[1] if b_col else rhs_shape3[2]
-    chunk = 16 // np.dtype(_DTYPES[types.split("_")[0]]).itemsize
+    chunk = 16 // np.dtype(_DTYPES[types.split("_")[2]]).itemsize
     pad_a, pad_b = (-lhs_shape3[2]) % chunk, (-rhs_shape3[2]) % chunk
     padded = lambda s, p: s[1] * (s[2] + p)
     if (-(-m // TILE) > MAX_GRID or batch > MAX_GRID
             or max(padded(lhs_shape3, pad_a), padded(rhs_shape3, pad_b), m * n) >= 2 ** 31):
         return None
     layout = ("c" if a_col else "r") + ("c" if b_col else "r")
-    return GemmPlan(f"pyree_gemm_{types}_{layout}", batch, m, n, k, lhs_order, rhs_order,
+    return GemmPlan(f"{types}_{layout}", batch, m, n, k, lhs_order, rhs_order,
                     tuple(lhs_shape3), tuple(rhs_shape3), a_col, b_col, pad_a, pad_b)
 
 
@@ -210,7 +213,7 @@ def conv2d_plan(lhs_shape, rhs_shape, out_spatial, strides, padding, rhs_dilatio
                 precision: Optional[str], target: str) -> Optional[Conv2dPlan]:
     """The plan of a float32 NCHW x OIHW convolution (no input dilation, one group) on
     ``target``, or None when it stays IREE's."""
-    if kernel_types(np.float32, np.float32, precision, target) != "f32_f32":
+    if kernel_types(np.float32, np.float32, precision, target) != "pyree_gemm_f32_f32":
         return None
     n, c, h, w = lhs_shape
     o, _, kh, kw = rhs_shape
@@ -301,7 +304,7 @@ def _dispatch(ir, kernel: str, target: str, operands: Sequence, result_type, con
             f'vector<{len(ptx)}xi8>}}>')])]),
         "tied_operands": ir.ArrayAttr.get([ir.IntegerAttr.get(index, -1)]),
         "workgroup_size": ir.ArrayAttr.get([ir.IntegerAttr.get(index, v)
-                                            for v in (threads(), 1, 1)]),
+                                            for v in (threads(kernel), 1, 1)]),
     }
     if shared_bytes(kernel):
         # Launched as dynamic shared memory, past CUDA's 48 KB of static: IREE raises the
@@ -339,8 +342,10 @@ def shared_bytes(kernel: str) -> int:
     return _ptx_file().get("shared_bytes", {}).get(kernel, 0)
 
 
-def threads() -> int:
-    """Threads per workgroup of the kernels' build."""
+def threads(kernel: str) -> int:
+    """Threads per workgroup of one kernel of the kernels' build."""
+    if kernel.startswith("pyree_sgemm_"):
+        return SIMT_THREADS
     return _ptx_file().get("threads", THREADS)
 
 
@@ -397,13 +402,12 @@ def build(nvrtc_path: Optional[str] = None, variant: str = "default",
     knobs = VARIANTS[variant]
     kernels, shared = {}, {}
     for name in KERNELS:
-        if name.startswith("pyree_conv2d_"):
-            in_name, text = "f32", source + f"\nPYREE_CONV2D({name})\n"
-        else:
-            _, _, in_name, out_name, layout = name.split("_")
-            text = source + (f"\nPYREE_GEMM({name}, {in_name}, {out_name}, "
-                             f"{str(layout[0] == 'c').lower()}, "
-                             f"{str(layout[1] == 'c').lower()})\n")
+        _, family, in_name, out_name, *layout = name.split("_")
+        cols = [str(side == "c").lower() for side in "".join(layout)]
+        instance = {"conv2d": f"PYREE_CONV2D({name})",
+                    "sgemm": f"PYREE_SGEMM({name}, {', '.join(cols)})",
+                    "gemm": f"PYREE_GEMM({name}, {in_name}, {out_name}, {', '.join(cols)})"}
+        text = f"{source}\n{instance[family]}\n"
         program = ctypes.c_void_p()
         _check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), text.encode(),
                                            b"cuda_gemm.cu", 0, None, None))
