@@ -2,7 +2,7 @@
 each build times the same products and a convolution in a process of its own
 (PYREE_CUDA_GEMM_PTX), checks its values against JAX's, and prints TFLOP/s; JAX's times once.
 
-    python -m pyree.transpiler.cuda_gemm --build pad benchmarks/gemm_variants/pad.json.gz
+    python -m pyree.transpiler.build_cuda_kernels pad benchmarks/gemm_variants/pad.json.gz
     python benchmarks/gpu_gemm_variants.py benchmarks/gemm_variants/*.json.gz
 """
 import os

@@ -96,7 +96,7 @@ def test_modules_with_kernels_compile_for_cuda(sm80, tmp_path):
 
 
 def test_ptx_is_built_from_the_source_in_the_tree():
-    # Rebuild with `python -m pyree.transpiler.cuda_gemm --build` after changing cuda_gemm.cu.
+    # Rebuild with `python -m pyree.transpiler.build_cuda_kernels` after changing cuda_gemm.cu.
     assert cuda_gemm._ptx_file()["source_sha256"] == cuda_gemm.source_hash()
     for name in cuda_gemm.KERNELS:
         ptx = cuda_gemm.kernel_ptx(name)

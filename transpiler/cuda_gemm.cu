@@ -1,7 +1,8 @@
-// pyree's GEMM kernels for NVIDIA GPUs (sm_80 and newer): C[b] = A[b] @ B[b] on tensor cores,
-// float32 accumulation. Compiled to PTX by cuda_gemm.py (`python -m pyree.transpiler.cuda_gemm
-// --build`, with NVRTC) and dispatched from modules through hal.dispatch.extern; see
-// cuda_gemm.py for when and why.
+// pyree's matrix-product kernels for NVIDIA GPUs (sm_80 and newer): C[b] = A[b] @ B[b] on tensor
+// cores with float32 accumulation (WMMA), exact float32 on the CUDA cores (sgemm), and 2-D
+// convolutions as implicit GEMMs. Compiled to PTX by cuda_gemm.py (`python -m
+// pyree.transpiler.build_cuda_kernels`, with NVRTC) and dispatched from modules through
+// hal.dispatch.extern; see cuda_gemm.py for when and why.
 //
 // One kernel per (input type, output type, A layout, B layout), named
 //   pyree_gemm_<in>_<out>_<a><b>, in: f32 (TF32 products), bf16, f16; out: f32 or the input's;

@@ -32,7 +32,7 @@ part of the module's text, so of every cache key.
 The PTX (``cuda_gemm_ptx.json.gz``) is built from ``cuda_gemm.cu`` with NVIDIA's NVRTC:
 ``pip install nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12 nvidia-cuda-nvcc-cu12`` (the
 ``cuda-kernels`` extra; nvcc's package has the headers WMMA needs, and ptxas),
-then ``python -m pyree.transpiler.cuda_gemm --build``. The file records the source's hash;
+then ``python -m pyree.transpiler.build_cuda_kernels``. The file records the source's hash;
 a test checks that it matches.
 
 Example (compiles for CUDA without a GPU)::
@@ -440,8 +440,8 @@ def build(nvrtc_path: Optional[str] = None, variant: str = "default",
         record["threads"] = 32 * knobs["PYREE_WARPS"]
     if variant != "default":
         record["variant"] = variant
-    with gzip.open(out or PTX_FILE, "wt") as f:
-        json.dump(record, f, sort_keys=True)
+    with open(out or PTX_FILE, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+        f.write(json.dumps(record, sort_keys=True).encode())   # (the same bytes for the same PTX)
     _ptx_file.cache_clear()
     return record
 
@@ -459,11 +459,3 @@ def _check(lib, status: int) -> None:
     if status != 0:
         raise RuntimeError(f"NVRTC error {status}")
 
-
-if __name__ == "__main__":
-    import sys
-    if not sys.argv[1:] or sys.argv[1] != "--build" or len(sys.argv) not in (2, 4):
-        sys.exit("usage: python -m pyree.transpiler.cuda_gemm --build [VARIANT OUT.json.gz]")
-    variant, out = (sys.argv[2], sys.argv[3]) if len(sys.argv) == 4 else ("default", PTX_FILE)
-    built = build(variant=variant, out=out)
-    print(f"{len(built['kernels'])} kernels ({variant}) -> {out}")
