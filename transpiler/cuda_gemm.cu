@@ -420,35 +420,36 @@ typedef float f32;
 typedef __nv_bfloat16 bf16;
 typedef __half f16;
 
+// Every kernel takes the product's arguments first, in IREE's order for hand-written kernels
+// (bindings, then 32-bit constants).
+#define PYREE_PRODUCT_PARAMS(T, OUT)                                                          \
+  const T* __restrict__ A, const T* __restrict__ B, OUT* __restrict__ C, int M, int N, int K, \
+      int lda, int ldb, int ldc, int strideA, int strideB, int strideC
+#define PYREE_PRODUCT_ARGS A, B, C, M, N, K, lda, ldb, ldc, strideA, strideB, strideC
+
+// The kernels built (cuda_gemm.KERNELS) are instances of these, one per PTX module:
+// PYREE_GEMM(pyree_gemm_f32_f32_rc, f32, f32, false, true) and so on (tensor cores),
+// PYREE_SGEMM(pyree_sgemm_f32_f32_rr, false, false) and so on (exact float32), and
+// PYREE_CONV2D(pyree_conv2d_f32_f32): Y[n] (O x P) = W (O x K) @ image n's B (K x P), with the
+// image's geometry after the product's arguments (A = W, B = the images, C = Y).
 #define PYREE_GEMM(NAME, T, OUT, A_COL, B_COL)                                                \
   extern "C" __global__ void __launch_bounds__(THREADS, PYREE_MIN_BLOCKS)                    \
-  NAME(const T* __restrict__ A, const T* __restrict__ B, OUT* __restrict__ C, int M, int N,   \
-       int K, int lda, int ldb, int ldc, int strideA, int strideB, int strideC) {             \
-    gemm<T, OUT, A_COL, B_COL>(A, B, C, M, N, K, lda, ldb, ldc, strideA, strideB, strideC);   \
+  NAME(PYREE_PRODUCT_PARAMS(T, OUT)) {                                                        \
+    gemm<T, OUT, A_COL, B_COL>(PYREE_PRODUCT_ARGS);                                           \
   }
 
 #define PYREE_SGEMM(NAME, A_COL, B_COL)                                                      \
   extern "C" __global__ void __launch_bounds__(SIMT_THREADS, 2)                               \
-  NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,       \
-       int M, int N, int K, int lda, int ldb, int ldc, int strideA, int strideB,              \
-       int strideC) {                                                                        \
-    sgemm<A_COL, B_COL>(A, B, C, M, N, K, lda, ldb, ldc, strideA, strideB, strideC);         \
+  NAME(PYREE_PRODUCT_PARAMS(float, float)) {                                                  \
+    sgemm<A_COL, B_COL>(PYREE_PRODUCT_ARGS);                                                 \
   }
 
-// The kernels built (cuda_gemm.KERNELS) are instances of these, one per PTX module:
-// PYREE_GEMM(pyree_gemm_f32_f32_rc, float, float, false, true) and so on, and
-// PYREE_SGEMM(pyree_sgemm_f32_f32_rr, false, false) and so on (exact float32),
-// PYREE_CONV2D(pyree_conv2d_f32_f32): Y[n] (O x P) = W (O x K) @ image n's B (K x P), with the
-// image's geometry after the product's arguments (A = W, B = the images, C = Y).
 #define PYREE_CONV2D(NAME)                                                                   \
   extern "C" __global__ void __launch_bounds__(THREADS, PYREE_MIN_BLOCKS)                    \
-  NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,       \
-       int M, int N, int K, int lda, int ldb, int ldc, int strideA, int strideB, int strideC, \
-       int channels, int height, int width, int kernel_h, int kernel_w, int out_w,          \
-       int stride_h, int stride_w, int dilation_h, int dilation_w, int pad_top,             \
-       int pad_left) {                                                                       \
+  NAME(PYREE_PRODUCT_PARAMS(float, float), int channels, int height, int width,              \
+       int kernel_h, int kernel_w, int out_w, int stride_h, int stride_w, int dilation_h,    \
+       int dilation_w, int pad_top, int pad_left) {                                          \
     const Image image{channels, height, width, kernel_h, kernel_w, out_w,                    \
                       stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left};        \
-    gemm<float, float, false, false, true>(A, B, C, M, N, K, lda, ldb, ldc, strideA,         \
-                                           strideB, strideC, image);                         \
+    gemm<float, float, false, false, true>(PYREE_PRODUCT_ARGS, image);                       \
   }

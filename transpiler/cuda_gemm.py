@@ -1,10 +1,11 @@
-"""Matrix products on NVIDIA tensor cores through pyree's own kernels (``cuda_gemm.cu``).
+"""Matrix products and 2-D convolutions on NVIDIA GPUs through pyree's own CUDA kernels.
 
 IREE 3.13's CUDA code generator puts only f16/bf16 contractions on tensor cores, with
 ``mma.sync`` but without asynchronous copies or pipelining, and has no TF32: on an H200 an
-8192² float32 matmul ran at 4 TFLOP/s plain, ~130 split into bf16 parts, where JAX (TF32)
-reaches ~309. pyree therefore dispatches its own kernels from the module (IREE's
-``hal.dispatch.extern``, PTX embedded in the module), for products that are:
+8192² float32 matmul ran at 4 TFLOP/s plain, ~48 as three bf16 products, where JAX (TF32)
+reaches ~330. pyree therefore dispatches its own kernels from the module (IREE's
+``hal.dispatch.extern``, PTX embedded in the module; measured there: ~78 TFLOP/s TF32,
+~215 bf16, ~36 exact float32), for products that are:
 
 * on CUDA, for a target of ``sm_80`` or newer (the PTX is ``sm_80``: the driver compiles it
   for newer GPUs);
@@ -83,8 +84,7 @@ class GemmPlan(NamedTuple):
     """How one dot_general runs as a kernel: ``lhs_order`` / ``rhs_order`` transpose the
     operands (None: as they are) so that ``lhs_shape3`` / ``rhs_shape3`` are their rank-3
     reshapes; ``a_col`` / ``b_col`` say whether A is stored K x M and B N x K; ``pad_a`` /
-    ``pad_b`` are the zeros appended to each one's last axis. ``lhs_shape3[0]`` is 1 for an A
-    shared by every batch entry (a convolution's filters)."""
+    ``pad_b`` are the zeros appended to each one's last axis."""
     kernel: str
     batch: int
     m: int
@@ -100,7 +100,7 @@ class GemmPlan(NamedTuple):
     pad_b: int
 
 
-def kernel_types(in_dtype, out_dtype, precision: Optional[str], target: str) -> Optional[str]:
+def kernel_family(in_dtype, out_dtype, precision: Optional[str], target: str) -> Optional[str]:
     """The kernels' name up to the layout ("pyree_gemm_f32_f32", ...) for these operand and
     result types at ``precision`` on ``target``, or None when products of them stay IREE's:
     float32 at HIGHEST takes the exact float32 kernels ("pyree_sgemm_f32_f32")."""
@@ -119,8 +119,8 @@ def plan(lhs_aval, rhs_aval, out_aval, dimension_numbers, precision: Optional[st
          target: str) -> Optional[GemmPlan]:
     """The kernel plan of a static dot_general on CUDA ``target`` ("sm_80", ...), or None when
     it stays IREE's (see the module docstring)."""
-    types = kernel_types(lhs_aval.dtype, out_aval.dtype, precision, target)
-    if types is None or rhs_aval.dtype != lhs_aval.dtype:
+    family = kernel_family(lhs_aval.dtype, out_aval.dtype, precision, target)
+    if family is None or rhs_aval.dtype != lhs_aval.dtype:
         return None
     (lc, rc), (lb, rb) = dimension_numbers
     lf = [d for d in range(lhs_aval.ndim) if d not in lc and d not in lb]
@@ -136,27 +136,27 @@ def plan(lhs_aval, rhs_aval, out_aval, dimension_numbers, precision: Optional[st
     b_col = not rhs_contracted_first
     lhs_shape3 = (batch, k, m) if a_col else (batch, m, k)
     rhs_shape3 = (batch, n, k) if b_col else (batch, k, n)
-    return product_plan(types, lhs_shape3, rhs_shape3, a_col, b_col, lhs_order, rhs_order)
+    return product_plan(family, lhs_shape3, rhs_shape3, a_col, b_col, lhs_order, rhs_order)
 
 
-def product_plan(types: str, lhs_shape3: tuple, rhs_shape3: tuple, a_col: bool, b_col: bool,
+def product_plan(family: str, lhs_shape3: tuple, rhs_shape3: tuple, a_col: bool, b_col: bool,
                  lhs_order: Optional[tuple] = None,
                  rhs_order: Optional[tuple] = None) -> Optional[GemmPlan]:
     """The plan of a batched product of rank-3 operands stored as ``lhs_shape3`` (batch, M x K
-    or K x M) and ``rhs_shape3`` (batch, K x N or N x K), with kernels ``types`` (see
-    ``kernel_types``); None when a size is past what the kernels index (32-bit offsets,
+    or K x M) and ``rhs_shape3`` (batch, K x N or N x K), with the kernels of ``family`` (see
+    ``kernel_family``); None when a size is past what the kernels index (32-bit offsets,
     CUDA's grid)."""
     batch = rhs_shape3[0]
     m, k = (lhs_shape3[2], lhs_shape3[1]) if a_col else (lhs_shape3[1], lhs_shape3[2])
     n = rhs_shape3[1] if b_col else rhs_shape3[2]
-    chunk = 16 // np.dtype(_DTYPES[types.split("_")[2]]).itemsize
+    chunk = 16 // np.dtype(_DTYPES[family.split("_")[2]]).itemsize
     pad_a, pad_b = (-lhs_shape3[2]) % chunk, (-rhs_shape3[2]) % chunk
     padded = lambda s, p: s[1] * (s[2] + p)
     if (-(-m // TILE) > MAX_GRID or batch > MAX_GRID
             or max(padded(lhs_shape3, pad_a), padded(rhs_shape3, pad_b), m * n) >= 2 ** 31):
         return None
     layout = ("c" if a_col else "r") + ("c" if b_col else "r")
-    return GemmPlan(f"{types}_{layout}", batch, m, n, k, lhs_order, rhs_order,
+    return GemmPlan(f"{family}_{layout}", batch, m, n, k, lhs_order, rhs_order,
                     tuple(lhs_shape3), tuple(rhs_shape3), a_col, b_col, pad_a, pad_b)
 
 
@@ -185,8 +185,8 @@ def emit(p: GemmPlan, lhs, rhs, out_type, target: str):
     out_element = ir.RankedTensorType(out_type).element_type
     c_type = ir.RankedTensorType.get([p.batch, p.m, p.n], out_element)
     lda, ldb = p.lhs_shape3[2] + p.pad_a, p.rhs_shape3[2] + p.pad_b
-    stride_a = 0 if p.lhs_shape3[0] == 1 else p.lhs_shape3[1] * lda
-    constants = [p.m, p.n, p.k, lda, ldb, p.n, stride_a, p.rhs_shape3[1] * ldb, p.m * p.n]
+    constants = [p.m, p.n, p.k, lda, ldb, p.n, p.lhs_shape3[1] * lda, p.rhs_shape3[1] * ldb,
+                 p.m * p.n]
     c = _dispatch(ir, p.kernel, target, [a, b], c_type, constants,
                   grid=(-(-p.n // TILE), -(-p.m // TILE), p.batch))
     return ir.Operation.create("stablehlo.reshape", results=[out_type], operands=[c]).result
@@ -213,7 +213,7 @@ def conv2d_plan(lhs_shape, rhs_shape, out_spatial, strides, padding, rhs_dilatio
                 precision: Optional[str], target: str) -> Optional[Conv2dPlan]:
     """The plan of a float32 NCHW x OIHW convolution (no input dilation, one group) on
     ``target``, or None when it stays IREE's."""
-    if kernel_types(np.float32, np.float32, precision, target) != "pyree_gemm_f32_f32":
+    if kernel_family(np.float32, np.float32, precision, target) != "pyree_gemm_f32_f32":
         return None
     n, c, h, w = lhs_shape
     o, _, kh, kw = rhs_shape
