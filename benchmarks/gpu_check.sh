@@ -6,7 +6,7 @@
 # default: the whole table, then the flag variants). Logs go to $OUT (the device tool brings
 # them back):
 #   device.txt    the GPU, pyree's CUDA target, a first read of a result
-#   gpu_tests.txt the GPU-only tests (transfers, target, precision)
+#   gpu_tests.txt the GPU-only tests (transfers, target, precision, pyree's kernels)
 #   suite.txt     pyree's whole suite on CUDA, last, time-boxed ([seconds]), on 14 workers;
 #   failures.txt  each failure's report as it happens (benchmarks/pytest_failure_log.py)
 #   table.txt     benchmarks/gpu.py: pyree and JAX on the same GPU
@@ -37,7 +37,7 @@ print('eager', np.asarray(jnp.arange(4.0) * 3), float(jnp.sum(jnp.ones(10))), jn
 stamp device; cat "$OUT/device.txt"
 
 PYREE_PLATFORM=$platform timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="" \
-  tests/test_cuda_target.py tests/test_device_transfer.py tests/test_precision.py \
+  tests/test_cuda_target.py tests/test_cuda_gemm.py tests/test_device_transfer.py tests/test_precision.py \
   > "$OUT/gpu_tests.txt" 2>&1
 stamp gpu tests; tail -15 "$OUT/gpu_tests.txt"
 
