@@ -95,6 +95,27 @@ def test_modules_with_kernels_compile_for_cuda(sm80, tmp_path):
     assert "hal.dispatch.extern" not in pyree.jit(lambda a, b: a @ b).lower(a, b).as_text()
 
 
+@pytest.mark.parametrize("damage", ["truncated", "kernel missing"])
+def test_damaged_kernel_file_is_a_clear_error(damage, sm80, tmp_path, monkeypatch):
+    import gzip
+    path = tmp_path / "kernels.json.gz"
+    if damage == "truncated":
+        path.write_bytes(open(cuda_gemm.PTX_FILE, "rb").read()[:1000])
+    else:
+        with gzip.open(path, "wt") as f:
+            f.write('{"kernels": {}}')
+    monkeypatch.setenv("PYREE_CUDA_GEMM_PTX", str(path))
+    cuda_gemm._ptx_file.cache_clear()
+    try:
+        a = np.ones((256, 256), np.float32)
+        with pytest.raises(RuntimeError, match="CUDA kernels could not be read.*"
+                                               "PYREE_CUDA_GEMM_KERNELS=0"):
+            pyree.jit(lambda a, b: a @ b, device=Device("cuda")).lower(a, a)
+    finally:
+        monkeypatch.delenv("PYREE_CUDA_GEMM_PTX")
+        cuda_gemm._ptx_file.cache_clear()
+
+
 def test_ptx_is_built_from_the_source_in_the_tree():
     # Rebuild with `python -m pyree.transpiler.build_cuda_kernels` after changing cuda_gemm.cu.
     assert cuda_gemm._ptx_file()["source_sha256"] == cuda_gemm.source_hash()

@@ -328,8 +328,18 @@ def _dispatch(ir, kernel: str, target: str, operands: Sequence, result_type, con
 def _ptx_file() -> dict:
     # PYREE_CUDA_GEMM_PTX: another build of the kernels (``build(variant=...)``), an
     # experiment knob for timing tuning variants on a GPU; the file is part of each module.
-    with gzip.open(os.environ.get("PYREE_CUDA_GEMM_PTX") or PTX_FILE, "rt") as f:
-        return json.load(f)
+    path = os.environ.get("PYREE_CUDA_GEMM_PTX") or PTX_FILE
+    try:
+        with gzip.open(path, "rt") as f:
+            record = json.load(f)
+        if not all(isinstance(record["kernels"][name], str) for name in KERNELS):
+            raise ValueError("a kernel's PTX is not text")
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as e:
+        raise RuntimeError(
+            f"pyree's CUDA kernels could not be read from {path} ({type(e).__name__}: {e}): "
+            f"reinstall pyree, rebuild them (python -m pyree.transpiler.build_cuda_kernels), "
+            f"or set PYREE_CUDA_GEMM_KERNELS=0 to leave products to IREE") from None
+    return record
 
 
 def kernel_ptx(kernel: str) -> str:
