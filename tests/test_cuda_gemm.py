@@ -76,6 +76,50 @@ def test_layouts_transposes_and_padding():
     assert (p.batch, p.m, p.n, p.k) == (8, 64, 96, 200) and p.kernel.endswith("_rr")
 
 
+# dot_general forms: (lhs shape, rhs shape, dimension numbers) — every stored layout of A and B,
+# contiguous extents that need padding (odd sizes), batch axes in and out of place.
+PRODUCT_FORMS = [
+    ((131, 77), (77, 257), (((1,), (0,)), ((), ()))),           # A M x K, B K x N
+    ((77, 131), (77, 257), (((0,), (0,)), ((), ()))),           # A K x M (a.T @ b)
+    ((131, 77), (257, 77), (((1,), (1,)), ((), ()))),           # B N x K (a @ b.T)
+    ((77, 131), (257, 77), (((0,), (1,)), ((), ()))),           # both column-major
+    ((3, 131, 77), (3, 77, 130), (((2,), (1,)), ((0,), (0,)))),  # batched
+    ((131, 3, 77), (77, 3, 130), (((2,), (0,)), ((1,), (1,)))),  # batch axes transposed
+    ((9, 11, 77), (77, 13, 17), (((2,), (0,)), ((), ()))),      # several free axes
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, bfloat16, np.float16])
+@pytest.mark.parametrize("form", range(len(PRODUCT_FORMS)))
+def test_kernel_plans_on_the_cpu(dtype, form, monkeypatch):
+    # The kernels' lowering (transposes, rank-3 reshapes, padding, layouts, result reshape)
+    # with the kernel's arithmetic done by a dot_general on the CPU (cuda_gemm.EMULATE_ON_CPU).
+    lhs_shape, rhs_shape, dims = PRODUCT_FORMS[form]
+    rng = np.random.default_rng(form)
+    x = rng.standard_normal(lhs_shape).astype(dtype)
+    y = rng.standard_normal(rhs_shape).astype(dtype)
+    f = lambda x, y: pyree.lax.dot_general(x, y, dims, preferred_element_type=jnp.float32)
+    assert _plan((lhs_shape, dtype), (rhs_shape, dtype), np.float32, dims) is not None
+    monkeypatch.setattr(cuda_gemm, "EMULATE_ON_CPU", True)
+    got = np.asarray(pyree.jit(f)(x, y))
+    want = _reference_dot_general(x.astype(np.float64), y.astype(np.float64), dims)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+
+
+def _reference_dot_general(x, y, dims):
+    (lc, rc), (lb, rb) = dims
+    lf = [d for d in range(x.ndim) if d not in lc and d not in lb]
+    rf = [d for d in range(y.ndim) if d not in rc and d not in rb]
+    xt = np.transpose(x, list(lb) + lf + list(lc))
+    yt = np.transpose(y, list(rb) + list(rc) + rf)
+    nb, nl, nc = len(lb), len(lf), len(lc)
+    bshape = xt.shape[:nb]
+    xm = xt.reshape(bshape + (int(np.prod(xt.shape[nb:nb + nl])), -1))
+    ym = yt.reshape(bshape + (int(np.prod(yt.shape[nb:nb + nc])), -1))
+    out = np.matmul(xm, ym)
+    return out.reshape(bshape + xt.shape[nb:nb + nl] + yt.shape[nb + nc:])
+
+
 def test_modules_with_kernels_compile_for_cuda(sm80, tmp_path):
     cuda = Device("cuda")   # (not opened: compiling needs no GPU)
     a, b = np.ones((256, 320), np.float32), np.ones((320, 200), np.float32)

@@ -187,9 +187,55 @@ def emit(p: GemmPlan, lhs, rhs, out_type, target: str):
     lda, ldb = p.lhs_shape3[2] + p.pad_a, p.rhs_shape3[2] + p.pad_b
     constants = [p.m, p.n, p.k, lda, ldb, p.n, p.lhs_shape3[1] * lda, p.rhs_shape3[1] * ldb,
                  p.m * p.n]
-    c = _dispatch(ir, p.kernel, target, [a, b], c_type, constants,
-                  grid=(-(-p.n // TILE), -(-p.m // TILE), p.batch))
+    if EMULATE_ON_CPU:
+        c = _emulated_kernel(ir, p, a, b, c_type)
+    else:
+        c = _dispatch(ir, p.kernel, target, [a, b], c_type, constants,
+                      grid=(-(-p.n // TILE), -(-p.m // TILE), p.batch))
     return ir.Operation.create("stablehlo.reshape", results=[out_type], operands=[c]).result
+
+
+# True: products take their kernel form on the CPU too, with the kernel's arithmetic done by a
+# stablehlo.dot_general on the padded rank-3 operands it would read (tests check the plans'
+# transposes, padding and layouts this way in CI, which has no GPU: tests/test_cuda_gemm.py).
+EMULATE_ON_CPU = False
+
+
+def _emulated_kernel(ir, p: GemmPlan, a, b, c_type):
+    """What kernel ``p.kernel`` computes from its operands ``a`` and ``b`` (padded rank-3),
+    as StableHLO: the padding sliced off, one batched dot_general in float32 (exact float32
+    products, where the kernel's float32 ones are TF32), the result in the kernel's type."""
+    def unpadded(value, shape3, pad):
+        if not pad:
+            return value
+        element = ir.RankedTensorType(value.type).element_type
+        return ir.Operation.create(
+            "stablehlo.slice", results=[ir.RankedTensorType.get(list(shape3), element)],
+            operands=[value], attributes={
+                "start_indices": ir.DenseI64ArrayAttr.get([0, 0, 0]),
+                "limit_indices": ir.DenseI64ArrayAttr.get(list(shape3)),
+                "strides": ir.DenseI64ArrayAttr.get([1, 1, 1])}).result
+    f32 = ir.F32Type.get()
+
+    def widened(value):   # (exact; the CPU backend compiles no bf16 arithmetic)
+        shape = ir.RankedTensorType(value.type).shape
+        if ir.RankedTensorType(value.type).element_type == f32:
+            return value
+        return ir.Operation.create("stablehlo.convert",
+                                   results=[ir.RankedTensorType.get(shape, f32)],
+                                   operands=[value]).result
+    a = widened(unpadded(a, p.lhs_shape3, p.pad_a))
+    b = widened(unpadded(b, p.rhs_shape3, p.pad_b))
+    wide = ir.RankedTensorType.get([p.batch, p.m, p.n], f32)
+    numbers = ir.Attribute.parse(
+        f"#stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
+        f"lhs_contracting_dimensions = [{1 if p.a_col else 2}], "
+        f"rhs_contracting_dimensions = [{2 if p.b_col else 1}]>")
+    c = ir.Operation.create("stablehlo.dot_general", results=[wide], operands=[a, b],
+                            attributes={"dot_dimension_numbers": numbers}).result
+    if ir.RankedTensorType(c_type).element_type == f32:
+        return c
+    return ir.Operation.create("stablehlo.convert", results=[c_type], operands=[c]).result
 
 
 class Conv2dPlan(NamedTuple):

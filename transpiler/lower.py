@@ -1989,9 +1989,9 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
         # point exception (SIGFPE) data-tiling a (3, 0) @ (0, 4) matmul on AMD znver3.
         return hlo("broadcast_in_dim", ctx.out_type(), scalar_like(0, out_aval.dtype),
                    broadcast_dimensions=i64_array([]))
-    if ctx.lowering.device_platform == "cuda" and not ctx.dynamic:
+    if (ctx.lowering.device_platform == "cuda" or cuda_gemm.EMULATE_ON_CPU) and not ctx.dynamic:
         from pyree.runtime.device import cuda_target
-        target = cuda_target()
+        target = "sm_80" if cuda_gemm.EMULATE_ON_CPU else cuda_target()
         gemm = cuda_gemm.plan(lhs_aval, rhs_aval, out_aval, dimension_numbers, precision, target)
         if gemm is not None:
             return cuda_gemm.emit(gemm, lhs, rhs, ctx.out_type(), target)
