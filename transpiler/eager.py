@@ -32,7 +32,7 @@ from .source import user_loc, where
 DYNAMIC_PARAMS: dict[Any, tuple[str, ...]] = {
     P.broadcast_in_dim_p: ("shape",),
     P.iota_p: ("shape",),
-    P.slice_p: ("start_indices", "limit_indices", "strides"),
+    P.slice_p: ("start_indices", "limit_indices"),
     P.pad_p: ("padding_config",),
     P.dynamic_slice_p: ("slice_sizes",),
 }

@@ -1540,7 +1540,8 @@ def _slice_rule(ctx: RuleContext, x, *, start_indices, limit_indices, strides):
     if ctx.dynamic:
         return op("stablehlo.real_dynamic_slice", [ctx.out_type()],
                   [x, shape_tensor(ctx.dyn["start_indices"]),
-                   shape_tensor(ctx.dyn["limit_indices"]), shape_tensor(ctx.dyn["strides"])]).result
+                   shape_tensor(ctx.dyn["limit_indices"]),
+                   shape_tensor(ctx.dyn.get("strides", strides))]).result
     out = hlo("slice", ctx.out_type(), x, start_indices=i64_array(start_indices),
               limit_indices=i64_array(limit_indices), strides=i64_array(strides))
     if (ctx.lowering.platform != "cpu" and GPU_SLICE_BARRIERS and ctx.avals_out[0].size
