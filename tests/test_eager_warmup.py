@@ -42,6 +42,30 @@ def test_compiled_kernels_are_what_eager_calls_find(tmp_path, monkeypatch):
     assert rcompile.CompileStats.compiled == before[0]
 
 
+def test_recorded_kernels_are_current(monkeypatch):
+    # The recorded texts must be what eager mode builds today: a lowering change makes them
+    # stale, and the warm-up then compiles kernels nobody asks for (36 of 178 were, which cost
+    # the cold start of benchmarks/cold_start.py 2.22x JAX against 1.73-1.76x re-recorded).
+    # After such a change: python -m pyree.transpiler.eager_warmup --record
+    # transpiler/eager_kernels.json.gz --min-users 1 -- pytest -q tests/corpus
+    asked = []
+    compile_function = rcompile.compile_function
+
+    def recording(text, flags, function, *, cache_text=None):
+        asked.append(cache_text or text)
+        return compile_function(text, flags, function, cache_text=cache_text)
+    monkeypatch.setattr(rcompile, "compile_function", recording)
+    monkeypatch.setattr(eager, "_kernels", {})
+    x = jnp.asarray(np.linspace(0.5, 1, 8, dtype=np.float32))
+    m = jnp.asarray(np.ones((4, 6), np.float32))
+    for result in (x + x, x * 2.0, jnp.exp(x), jnp.log(x), m[:, 1:], jnp.sum(x),
+                   jnp.maximum(x, 0.0)):
+        result.block_until_ready()
+    recorded = set(eager_warmup.kernels())
+    stale = [text for text in asked if text not in recorded]
+    assert asked and not stale, [t.split("func.func", 1)[1][:160] for t in stale]
+
+
 def _unary_float32_kernels(*ops: str) -> list[str]:
     """The recorded eager kernels of these elementwise float32 operations."""
     return [next(t for t in eager_warmup.kernels() if f"stablehlo.{op} %arg0 : tensor<?xf32>" in t)
