@@ -34,8 +34,8 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     # The CUDA architecture pyree compiles for ("sm_80", ...); "auto" reads the device's
     # compute capability when it opens and takes the best target IREE knows that runs there.
     "cuda_target": ("auto", "PYREE_CUDA_TARGET", str),
-    # Matrix products on CUDA (sm_80 and newer) through pyree's own tensor-core kernels
-    # (transpiler/cuda_gemm.py); False leaves them all to IREE's code generator.
+    # Matrix products and float32 2-D convolutions on CUDA (sm_80 and newer) through pyree's
+    # own kernels (transpiler/cuda_gemm.py); False leaves them all to IREE's code generator.
     "cuda_gemm_kernels": (True, "PYREE_CUDA_GEMM_KERNELS", None),
     # The precision of float32 contractions given no ``precision=`` (JAX's values: None or
     # "default"/"bfloat16", "high"/"tensorfloat32"/"bfloat16_3x", "highest"/"float32"). CPUs

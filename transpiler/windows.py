@@ -23,7 +23,7 @@ import numpy as np
 
 from pyree.dtypes import bfloat16
 
-from . import eager
+from . import cuda_gemm, eager
 from . import primitives as P
 from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules, zeros
 from .batching import batching_rules
@@ -242,8 +242,6 @@ def _conv_as_implicit_gemm(ctx, lhs, rhs, *, window_strides, padding, lhs_dilati
     convolutions, and in 7.2 ms as pyree's GEMM kernel on 1.2 GB of im2col columns (JAX 0.70
     ms, H200). Other layouts are transposed to NCHW / OIHW and back."""
     from pyree.runtime.device import cuda_target
-
-    from . import cuda_gemm
     lhs_aval, rhs_aval = ctx.avals_in
     out_aval = ctx.avals_out[0]
     f32 = np.dtype(np.float32)
