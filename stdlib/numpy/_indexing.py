@@ -313,10 +313,17 @@ def _basic_getitem(x: Any, entries: list) -> Any:
         x = lax.rev(x, reversed_axes)
         axes = [_Axis(aval.shape[i] - a.start - a.span, a.count, -a.step, a.dynamic, a.keep)
                 if i in reversed_axes else a for i, a in enumerate(axes)]
-    y = _box(x, axes)
-    if any(abs(a.step) > 1 for a in axes):
-        span = [a.span for a in axes]
-        y = lax.slice(y, [0] * len(axes), span, [abs(a.step) for a in axes])
+    strided = any(abs(a.step) > 1 for a in axes)
+    if strided and not any(a.dynamic for a in axes):
+        # One strided slice (eagerly, one kernel: the block cut out first and then strided
+        # took two, m[::2] of 1024 x 1024 floats 2.0-2.6 ms).
+        y = lax.slice(x, [a.start for a in axes], [a.start + a.span for a in axes],
+                      [abs(a.step) for a in axes])
+    else:
+        y = _box(x, axes)
+        if strided:
+            span = [a.span for a in axes]
+            y = lax.slice(y, [0] * len(axes), span, [abs(a.step) for a in axes])
     shape = [a.count for a in axes if a.keep]
     for pos in new_axes:
         shape.insert(pos, 1)
