@@ -97,6 +97,13 @@ template <int PENDING> __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;\n" :: "n"(PENDING));
 }
 
+// TF32 products read float32 fragments rounded to TF32's 10 explicit significand bits.
+template <typename Frag> __device__ __forceinline__ void round_to_tf32(Frag& fragment) {
+#pragma unroll
+  for (int e = 0; e < fragment.num_elements; ++e)
+    fragment.x[e] = wmma::__float_to_tf32(fragment.x[e]);
+}
+
 __device__ __forceinline__ float to_out(float x, float) { return x; }
 __device__ __forceinline__ __nv_bfloat16 to_out(float x, __nv_bfloat16) { return __float2bfloat16(x); }
 __device__ __forceinline__ __half to_out(float x, __half) { return __float2half(x); }
@@ -282,19 +289,13 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
       for (int i = 0; i < FM; ++i) {
         const int m = wm + i * 16;
         wmma::load_matrix_sync(a[i], A_COL ? as + kk * A_LD + m : as + m * A_LD + kk, A_LD);
-        if (sizeof(T) == 4) {
-#pragma unroll
-          for (int e = 0; e < a[i].num_elements; ++e) a[i].x[e] = wmma::__float_to_tf32(a[i].x[e]);
-        }
+        if constexpr (sizeof(T) == 4) round_to_tf32(a[i]);
       }
 #pragma unroll
       for (int j = 0; j < FN; ++j) {
         const int n = wn + j * 16;
         wmma::load_matrix_sync(b[j], B_COL ? bs + n * B_LD + kk : bs + kk * B_LD + n, B_LD);
-        if (sizeof(T) == 4) {
-#pragma unroll
-          for (int e = 0; e < b[j].num_elements; ++e) b[j].x[e] = wmma::__float_to_tf32(b[j].x[e]);
-        }
+        if constexpr (sizeof(T) == 4) round_to_tf32(b[j]);
       }
 #pragma unroll
       for (int i = 0; i < FM; ++i)
