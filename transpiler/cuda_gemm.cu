@@ -105,7 +105,9 @@ template <typename Frag> __device__ __forceinline__ void round_to_tf32(Frag& fra
 }
 
 __device__ __forceinline__ float to_out(float x, float) { return x; }
-__device__ __forceinline__ __nv_bfloat16 to_out(float x, __nv_bfloat16) { return __float2bfloat16(x); }
+__device__ __forceinline__ __nv_bfloat16 to_out(float x, __nv_bfloat16) {
+  return __float2bfloat16(x);
+}
 __device__ __forceinline__ __half to_out(float x, __half) { return __float2half(x); }
 
 // Shared-memory tile shapes: a tile stored like its matrix (rows of the contiguous extent).
@@ -131,7 +133,8 @@ __device__ __forceinline__ void read_tile(T* tile, const T* matrix, int ld, int 
   for (int i = threadIdx.x; i < ROWS * COLS; i += NT) {
     int r = i / COLS, c = i % COLS;
     bool inside = row0 + r < rows && col0 + c < cols;
-    tile[r * LD + c] = inside ? matrix[(long long)(row0 + r) * ld + col0 + c] : static_cast<T>(0.0f);
+    tile[r * LD + c] =
+        inside ? matrix[(long long)(row0 + r) * ld + col0 + c] : static_cast<T>(0.0f);
   }
 }
 
@@ -152,6 +155,21 @@ __device__ __forceinline__ void load_tile(T* tile, const T* matrix, int ld, int 
     bool inside = row0 + r < rows && col0 + c < cols;
     const T* source = inside ? matrix + (long long)(row0 + r) * ld + col0 + c : matrix;
     copy16_async(tile + r * LD + c, source, inside);
+  }
+}
+
+// Fills ``tile`` with one k-tile of an operand: BK x BMN when stored with k along its rows
+// (K_ROWS: A stored K x M, B stored K x N), else BMN x BK; by 16-byte asynchronous copies when
+// the operand and its rows are 16-byte aligned, element by element otherwise.
+template <typename T, int BK, int BMN, int LD, int NT, bool K_ROWS>
+__device__ __forceinline__ void stage_operand(T* tile, const T* matrix, int ld, bool aligned,
+                                              int k0, int K, int mn0, int MN) {
+  if constexpr (K_ROWS) {
+    if (aligned) load_tile<T, BK, BMN, LD, NT>(tile, matrix, ld, k0, K, mn0, MN);
+    else read_tile<T, BK, BMN, LD, NT>(tile, matrix, ld, k0, K, mn0, MN);
+  } else {
+    if (aligned) load_tile<T, BMN, BK, LD, NT>(tile, matrix, ld, mn0, MN, k0, K);
+    else read_tile<T, BMN, BK, LD, NT>(tile, matrix, ld, mn0, MN, k0, K);
   }
 }
 
@@ -240,22 +258,13 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   const bool aligned_a = (reinterpret_cast<unsigned long long>(A) & 15) == 0 && lda % CHUNK == 0;
   const bool aligned_b = (reinterpret_cast<unsigned long long>(B) & 15) == 0 && ldb % CHUNK == 0;
   auto load_stage = [&](int stage, int k0) {
-    if (aligned_a) {
-      if (A_COL) load_tile<T, BK, BM, A_LD>(a_tile(stage), A, lda, k0, K, m0, M);
-      else load_tile<T, BM, BK, A_LD>(a_tile(stage), A, lda, m0, M, k0, K);
-    } else {
-      if (A_COL) read_tile<T, BK, BM, A_LD>(a_tile(stage), A, lda, k0, K, m0, M);
-      else read_tile<T, BM, BK, A_LD>(a_tile(stage), A, lda, m0, M, k0, K);
-    }
+    stage_operand<T, BK, BM, A_LD, THREADS, A_COL>(a_tile(stage), A, lda, aligned_a, k0, K, m0, M);
     if (IMAGE) {
       load_image_tile<BK, B_LD>(reinterpret_cast<float*>(b_tile(stage)),
                                 reinterpret_cast<const float*>(B), k0, K, n0, N, image);
-    } else if (aligned_b) {
-      if (B_COL) load_tile<T, BN, BK, B_LD>(b_tile(stage), B, ldb, n0, N, k0, K);
-      else load_tile<T, BK, BN, B_LD>(b_tile(stage), B, ldb, k0, K, n0, N);
     } else {
-      if (B_COL) read_tile<T, BN, BK, B_LD>(b_tile(stage), B, ldb, n0, N, k0, K);
-      else read_tile<T, BK, BN, B_LD>(b_tile(stage), B, ldb, k0, K, n0, N);
+      stage_operand<T, BK, BN, B_LD, THREADS, !B_COL>(b_tile(stage), B, ldb, aligned_b, k0, K,
+                                                     n0, N);
     }
   };
 
@@ -354,20 +363,8 @@ __device__ __forceinline__ void sgemm(const float* __restrict__ A, const float* 
   const bool aligned_b = (reinterpret_cast<unsigned long long>(B) & 15) == 0 && ldb % 4 == 0;
   constexpr int NT = SIMT_THREADS;
   auto load_stage = [&](int stage, int k0) {
-    if (aligned_a) {
-      if (A_COL) load_tile<float, BK, BM, A_LD, NT>(a_tile(stage), A, lda, k0, K, m0, M);
-      else load_tile<float, BM, BK, A_LD, NT>(a_tile(stage), A, lda, m0, M, k0, K);
-    } else {
-      if (A_COL) read_tile<float, BK, BM, A_LD, NT>(a_tile(stage), A, lda, k0, K, m0, M);
-      else read_tile<float, BM, BK, A_LD, NT>(a_tile(stage), A, lda, m0, M, k0, K);
-    }
-    if (aligned_b) {
-      if (B_COL) load_tile<float, BN, BK, B_LD, NT>(b_tile(stage), B, ldb, n0, N, k0, K);
-      else load_tile<float, BK, BN, B_LD, NT>(b_tile(stage), B, ldb, k0, K, n0, N);
-    } else {
-      if (B_COL) read_tile<float, BN, BK, B_LD, NT>(b_tile(stage), B, ldb, n0, N, k0, K);
-      else read_tile<float, BK, BN, B_LD, NT>(b_tile(stage), B, ldb, k0, K, n0, N);
-    }
+    stage_operand<float, BK, BM, A_LD, NT, A_COL>(a_tile(stage), A, lda, aligned_a, k0, K, m0, M);
+    stage_operand<float, BK, BN, B_LD, NT, !B_COL>(b_tile(stage), B, ldb, aligned_b, k0, K, n0, N);
   };
   float acc[8][8];
 #pragma unroll
