@@ -300,18 +300,10 @@ def test_gradient_of_a_scalar_fori_loop():
     np.testing.assert_allclose(float(pyree.jit(f)(1.7)), iterate(1.7, np.cos), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError, reason=(
-    "regression of lower.own_buffers (543a8d1), not yet understood: three float32 solves in "
-    "one jitted program fail at run time with IREE 3.13's 'indirect buffer reference slot 0 "
-    "is out range'; passes before 543a8d1. Bisected: it takes both the body barriers and the "
-    "copies of constant initial carries (either alone passes; dropping the constant copies "
-    "breaks reverse-over-reverse through a while and a pivoting LU); distinct tags per copy "
-    "did not help. Reproduces with iree-compile and iree-run-module alone (without O3's "
-    "derived options): a copy in the loop reads a null buffer from a block argument; the "
-    "loop's entry branch passes one buffer to two of its arguments (two carries packed in one "
-    "allocation). IREE's O3 (iree-compile's, or aggressive fusion alone) compiles it right, "
-    "but aggressive fusion breaks a CNN gradient (runtime/compile.py, CPU_FLAGS)"))
 def test_three_solves_in_one_program():
+    # IREE 3.13's VM moved a buffer out of a register another argument of the branch into a
+    # loop still read (the loop's initial carries, packed in one allocation): "indirect buffer
+    # reference slot 0 is out range" (lower.kept_past_loop).
     from pyree.scipy import linalg as sla
     rng = np.random.RandomState(2)
     x = rng.randn(3).astype(np.float32)

@@ -19,7 +19,8 @@ import numpy as np
 
 from .ir import IR, ClosedIR, Eqn, ShapedArray, Var
 from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
-                    lowering_rules, mlir, op, own_buffers, scalar_like, tensor_type)
+                    kept_past_loop, lowering_rules, mlir, op, own_buffers, scalar_like,
+                    tensor_type)
 from .trace import IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, tracing
 
 cond_p = Primitive("cond", multiple_results=True)
@@ -193,7 +194,8 @@ def _while_lowering(ctx: RuleContext, *operands, cond_ir, body_ir, cond_nconsts,
     body_consts = operands[cond_nconsts:cond_nconsts + body_nconsts]
     init = operands[cond_nconsts + body_nconsts:]
     types = [tensor_type(a) for a in ctx.avals_out]
-    while_op = op("stablehlo.while", types, own_buffers(init, None), regions=2)
+    init = own_buffers(init, None)
+    while_op = op("stablehlo.while", types, init, regions=2)
     views = ctx.lowering._input_views
     carries_alias = any(v in views for v in init)
     cond_block = ir.Block.create_at_start(while_op.regions[0], types)
@@ -209,7 +211,7 @@ def _while_lowering(ctx: RuleContext, *operands, cond_ir, body_ir, cond_nconsts,
                                      loop_body=True)
         outs = _read_every_carry(while_op, list(body_block.arguments), outs)
         op("stablehlo.return", [], own_buffers(outs, body_block, False))
-    results = list(while_op.results)
+    results = kept_past_loop(while_op.results, init)
     if carries_alias:
         views.update(results)
     return results
@@ -402,9 +404,9 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
     # iteration, two waits for the whole device per iteration on a GPU (read in IREE's stream
     # IR); an scf.for's iterations are queued without waiting.
     index = ir.IndexType.get()
+    inits = own_buffers(init + ys_init, None)
     loop = op("scf.for", types, [index_constant(0), index_constant(n_chunks * k),
-                                 index_constant(k)] + own_buffers(init + ys_init, None),
-              regions=1)
+                                 index_constant(k)] + inits, regions=1)
     body_block = ir.Block.create_at_start(loop.regions[0], [index] + types)
     args = list(body_block.arguments)
     if carries_alias:
@@ -417,7 +419,7 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
         new_ys = [_write_rows(y, block, a, start) for y, block, a in zip(ys, blocks, y_avals)]
         new_carry = _read_every_carry(loop, carry, new_carry)
         op("scf.yield", [], own_buffers(list(new_carry) + new_ys, body_block, False))
-    results = list(loop.results)
+    results = kept_past_loop(loop.results, inits)
     carry, ys = results[:num_carry], results[num_carry:]
     if carries_alias:
         views.update(carry)

@@ -496,8 +496,8 @@ jvp_rules[while_p] = _while_jvp
 # the step's nonlinear part, nested loops included, forwards. So grad of grad is the same
 # rules applied once more (O(N^3) body evaluations), and every order after it.
 
-from .lower import (RuleContext, _compare, hlo, lowering_rules, mlir, op, own_buffers, scalar_like,
-                    tensor_type)
+from .lower import (RuleContext, _compare, hlo, kept_past_loop, lowering_rules, mlir, op,
+                    own_buffers, scalar_like, tensor_type)
 from .trace import Primitive, abstract_eval_rules
 
 while_count_p = Primitive("while_count", multiple_results=True)
@@ -521,7 +521,8 @@ def _counted_while(types: list, inits: list, cond_fn, body_fn) -> list:
     dead, drops it from the loop's inputs but not from its results, and the stream conversion
     then crashes the compiler (or rejects the module)."""
     ir = mlir()
-    loop = op("stablehlo.while", types, own_buffers(inits, None), regions=2)
+    inits = own_buffers(inits, None)
+    loop = op("stablehlo.while", types, inits, regions=2)
     cond_block = ir.Block.create_at_start(loop.regions[0], types)
     with ir.InsertionPoint(cond_block):
         op("stablehlo.return", [], [cond_fn(list(cond_block.arguments))])
@@ -541,7 +542,7 @@ def _counted_while(types: list, inits: list, cond_fn, body_fn) -> list:
             for i in unread:
                 outs[i] = hlo("select", types[i], never, args[i], outs[i])
         op("stablehlo.return", [], own_buffers(outs, body_block, False))
-    return list(loop.results)
+    return kept_past_loop(loop.results, inits)
 
 
 def _increment(k):

@@ -221,6 +221,31 @@ def own_buffers(values: Sequence, block, barrier_outside: bool = False) -> list:
     return result
 
 
+def kept_past_loop(results: Sequence, inits: Sequence) -> list:
+    """``results`` of a loop that started from ``inits`` (what ``own_buffers(..., None)``
+    returned), passed through one optimization barrier together with the initial carries, so
+    that the initial carries' buffers stay alive past the loop. Works around the IREE 3.13 VM
+    bug of ``own_buffers`` at the loop's entry branch, where its barriers cannot go.
+
+    IREE packs the initial carries one execution region produces into one allocation and the
+    branch into the loop passes that buffer once per carry (with different offsets). When the
+    branch is the buffer's last use, the VM's register allocator keeps one occurrence in the
+    source register (the block argument's own) and *moves* another out of it, and the first
+    argument reads null: "indirect buffer reference slot 0 is out range" in a copy inside the
+    loop (three solves in one jitted program; found in the annotated VM IR, ``%ref`` passed
+    three times, ``R9->r12`` beside the unmoved ``r9``). A use after the loop makes the branch
+    retain the buffer instead of moving it. (IREE's upstream fix: "[VM] Fix ref ownership in
+    branch remaps".) Only loops with several static-shaped initial carries can meet it; the
+    cost is that such a loop's first iteration cannot update an initial carry's buffer in
+    place (IREE copies it once at entry)."""
+    kept = [v for v in inits if v.type.has_static_shape]
+    if len(kept) < 2:
+        return list(results)
+    barrier = op("stablehlo.optimization_barrier",
+                 [r.type for r in results] + [v.type for v in kept], list(results) + kept)
+    return list(barrier.results)[:len(results)]
+
+
 def _is_constant(value, depth: int = 4) -> bool:
     """Whether ``value`` is computed from constants alone (looking ``depth`` ops back)."""
     owner = getattr(value, "owner", None)

@@ -29,8 +29,8 @@ from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules
 from .batching import batching_rules, to_front
 from .eager import STATIC_SHAPE_WHEN
 from .ir import ShapedArray
-from .lower import (RuleContext, _compare, _splat, fresh_copy, hlo, i64_array, own_buffers,
-                    lowering_rules, mlir, op, scalar_like, shape_of, tensor_type)
+from .lower import (RuleContext, _compare, _splat, fresh_copy, hlo, i64_array, kept_past_loop,
+                    own_buffers, lowering_rules, mlir, op, scalar_like, shape_of, tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
 sort_p = Primitive("sort", multiple_results=True)
@@ -656,8 +656,8 @@ def _radix_sort(ctx, rows_in: list, dtypes: list, rows: int, length: int, num_ke
         types = [scalar_i32] + [_t((n,), d) for d in dtypes]
         # own_buffers: IREE 3.13's VM may hand one loop-carried buffer to two block arguments
         # and leave one null (lower.own_buffers; "ref is null" sorting three operands).
-        loop = op("stablehlo.while", types, own_buffers([scalar_like(0, _I32)] + carried, None),
-                  regions=2)
+        inits = own_buffers([scalar_like(0, _I32)] + carried, None)
+        loop = op("stablehlo.while", types, inits, regions=2)
         cond = ir.Block.create_at_start(loop.regions[0], types)
         with ir.InsertionPoint(cond):
             op("stablehlo.return", [], [_compare_int(cond.arguments[0],
@@ -670,7 +670,7 @@ def _radix_sort(ctx, rows_in: list, dtypes: list, rows: int, length: int, num_ke
             op("stablehlo.return", [],
                own_buffers([hlo("add", scalar_i32, i, scalar_like(1, np.int32))] + moved,
                            body, False))
-        carried = list(loop.results)[1:]
+        carried = kept_past_loop(loop.results, inits)[1:]
     out = []
     for v, d in zip(carried, dtypes):
         v = hlo("reshape", _t((rows, padded), d), v)
