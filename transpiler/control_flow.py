@@ -19,8 +19,8 @@ import numpy as np
 
 from .ir import IR, ClosedIR, Eqn, ShapedArray, Var
 from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
-                    kept_past_loop, lowering_rules, mlir, op, own_buffers, scalar_like,
-                    tensor_type)
+                    kept_past_loop, lowering_rules, mlir, op, opaque_select, opaque_true,
+                    own_buffers, scalar_like, tensor_type)
 from .trace import IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, tracing
 
 cond_p = Primitive("cond", multiple_results=True)
@@ -232,22 +232,21 @@ def _read_every_carry(loop, body_args: Sequence, outs: Sequence) -> list:
       unresolved source materialization"; an optimization barrier on the value passed on is
       not enough for scalars).
 
-    ``select(true, new, old)``, with the `true` hidden from the compiler behind an
-    optimization barrier, makes the old value read and the new one computed. The hidden `true`
-    is made before ``loop``: IREE reads a scalar that feeds a kernel on the host, and made in
-    the body that read waited for the iteration's kernels each time (a whole-device
-    synchronisation per iteration on a GPU; read in IREE's stream IR)."""
+    ``select(true, new, old)``, with the `true` hidden from the compiler (``opaque_true``),
+    makes the old value read and the new one computed. The hidden `true` is a one-element
+    vector made before ``loop``: IREE reads a rank-0 predicate back on the host, and the loop
+    then waited for that read at every iteration (read in IREE's stream IR; made in the body,
+    it also waited for the iteration's kernels: a whole-device synchronisation per iteration
+    on a GPU)."""
     outs = list(outs)
-    hidden_true = None
+    true = None
     others = set(body_args)
     for k, b_arg in enumerate(body_args):
         if outs[k] is not b_arg and (_unused(b_arg) or outs[k] in others):
-            if hidden_true is None:
+            if true is None:
                 with mlir().InsertionPoint(loop):
-                    true = scalar_like(True, np.bool_)
-                    hidden_true = op("stablehlo.optimization_barrier", [true.type],
-                                     [true]).result
-            outs[k] = hlo("select", outs[k].type, hidden_true, outs[k], b_arg)
+                    true = opaque_true(0)
+            outs[k] = opaque_select(outs[k], b_arg, true)
     return outs
 
 

@@ -142,27 +142,58 @@ def scalar_like(value: Any, dtype: np.dtype):
     return constant(value, ShapedArray((), dtype))
 
 
+def opaque_true(tag: int):
+    """A one-element boolean vector, true, that IREE can neither fold nor prove true (an
+    optimization barrier hides a constant ``[tag]`` compared with itself); ``tag`` makes it an
+    op of its own (CSE merges equal ones). For ``opaque_select``.
+
+    A vector, not a scalar: IREE reads a rank-0 predicate back on the host to pass it to the
+    select as a scalar, a whole-device wait for each one at each call (the prologue of every
+    loop with constant initial carries waited twice; made in a loop body, once an iteration)."""
+    ir = mlir()
+    tag_vector = constant(np.array([tag], np.int32), ShapedArray((1,), np.dtype(np.int32)))
+    hidden = op("stablehlo.optimization_barrier", [tag_vector.type], [tag_vector]).result
+    return op("stablehlo.compare", [tensor_type(ShapedArray((1,), np.dtype(np.bool_)))],
+              [hidden, tag_vector], {
+                  "comparison_direction": ir.Attribute.parse("#stablehlo<comparison_direction EQ>"),
+                  "compare_type": ir.Attribute.parse("#stablehlo<comparison_type SIGNED>")}).result
+
+
+def opaque_select(value, other, true):
+    """``select(true, value, other)`` with ``true`` from ``opaque_true`` (or the tag to make
+    one with): always ``value``, in a buffer of its own, as far as IREE can tell."""
+    ir = mlir()
+    if isinstance(true, int):
+        true = opaque_true(true)
+    shape = list(ir.RankedTensorType(value.type).shape)
+    if not shape:
+        vector_t = ir.RankedTensorType.get([1], ir.RankedTensorType(value.type).element_type)
+        chosen = hlo("select", vector_t, true, hlo("reshape", vector_t, value),
+                     hlo("reshape", vector_t, other))
+        return hlo("reshape", value.type, chosen)
+    mask_t = ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1))
+    mask = hlo("broadcast_in_dim", mask_t, true, broadcast_dimensions=i64_array([0]))
+    return hlo("select", value.type, mask, value, other)
+
+
 def fresh_copy(value, aval: ShapedArray, tag: int):
     """``value`` in storage of its own, never a function input's buffer.
 
     IREE 3.13 performs some updates in place on their operand (scatter, sort, updates of a
     slice), and when that operand is a function input it writes into the caller's buffer
     (IREE issue #16168), which pyree's immutable Arrays share. The copy is a select whose
-    predicate comes through an optimization barrier, so IREE can neither fold it away nor
-    prove it the identity: an iota compared with a bound folds when the axis has length 1,
+    predicate IREE cannot see through (``opaque_select``), so IREE can neither fold it away
+    nor prove it the identity: an iota compared with a bound folds when the axis has length 1,
     and the scatter then wrote into its input (x.at[jnp.array([0])].add(2) with x of shape
     (1,) changed x). ``tag`` (``Lowering.new_tag()``) makes each copy an op of its own: CSE
     merges identical copies of one value, and two in-place updates then share one buffer."""
     if aval.size == 0:
         return value
-    i32_t = tensor_type(ShapedArray((), np.dtype(np.int32)))
-    hidden = op("stablehlo.optimization_barrier", [i32_t], [scalar_like(tag, np.int32)]).result
-    keep = _compare_i32(hidden, scalar_like(tag, np.int32), "EQ")
     zero = scalar_like(0, aval.dtype)
     if aval.ndim:
         zero = hlo("broadcast_in_dim", tensor_type(aval), zero,
                    broadcast_dimensions=i64_array([]))
-    return hlo("select", tensor_type(aval), keep, value, zero)
+    return opaque_select(value, zero, tag)
 
 
 def own_buffers(values: Sequence, block, barrier_outside: bool = False) -> list:
