@@ -424,6 +424,19 @@ def test_product_errors():
         jnp.vecdot(np.ones(3), np.ones(4))
 
 
+def test_vdot_vecdot_conjugate_the_first_argument(run):
+    """As NumPy and JAX: sum(conj(a) * b); vdot flattens its inputs first."""
+    a = np.array([1 + 2j, 3 - 1j, -.5 + .5j], np.complex64)
+    b = np.array([2 - 1j, 1j, 4], np.complex64)
+    m, n = np.stack([a, b]), np.stack([b, a])
+    got = run(lambda a, b, m, n: (jnp.vdot(a, b), jnp.vdot(m, n), jnp.vecdot(m, n),
+                                  jnp.linalg.vecdot(a, b)), a, b, m, n)
+    want = [np.vdot(a, b), np.vdot(m, n), np.linalg.vecdot(m, n), np.linalg.vecdot(a, b)]
+    assert complex(want[0]) == -3 - 4j
+    for g, w in zip(got, want):
+        close(g, w, np.complex64, rtol=1e-6)
+
+
 def test_spectral_and_nuclear_norms():
     """ord 2, -2 and 'nuc' of matrices come from the singular values, over any axis pair."""
     x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)

@@ -80,15 +80,19 @@ def matmul(a: Any, b: Any, precision: Any = None, preferred_element_type: Any = 
     return out
 
 
-def vdot(a: Any, b: Any) -> Any:
-    """Dot product of the flattened arrays.
+def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """Dot product of the flattened arrays, the first one complex-conjugated.
 
     Example::
 
         jnp.vdot(jnp.ones((2, 2)), jnp.ones((2, 2)))   # 4.
+        jnp.vdot(jnp.array([1j]), jnp.array([1j]))      # 1+0j
     """
     from ._shape import ravel
-    return dot(ravel(a), ravel(b))
+    from ._ufuncs import conjugate
+    check_arraylike("vdot", a, b)
+    return dot(conjugate(ravel(a)), ravel(b), precision=precision,
+               preferred_element_type=preferred_element_type)
 
 
 def inner(a: Any, b: Any) -> Any:
@@ -273,7 +277,7 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
            preferred_element_type: Any = None) -> Any:
-    """Dot products of vectors along ``axis`` (complex conjugation aside), the other
+    """Dot products of vectors along ``axis``, ``x1`` complex-conjugated, the other
     dimensions broadcast (NumPy 2's ``vecdot``).
 
     Example::
@@ -282,6 +286,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
     """
     from ._reductions import sum as _sum
     from ._shape import moveaxis
+    from ._ufuncs import conjugate
     check_arraylike("vecdot", x1, x2)
     x1, x2 = promote_dtypes(asarray(x1), asarray(x2))
     s1, s2 = get_aval(x1).shape, get_aval(x2).shape
@@ -292,7 +297,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
     if s1[a1] != s2[a2]:
         raise ValueError(f"vecdot: sizes of the vector axis differ: shapes {s1} and {s2} along "
                          f"axis {axis}{where(None)}")
-    return _sum(multiply(moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)), axis=-1)
+    return _sum(multiply(conjugate(moveaxis(x1, a1, -1)), moveaxis(x2, a2, -1)), axis=-1)
 
 
 def matvec(x1: Any, x2: Any, /) -> Any:
