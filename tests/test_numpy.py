@@ -797,6 +797,55 @@ def test_var_std_ddof(run):
     check(out[3], np.std(_R[0], axis=1), rtol=1e-6)
 
 
+def test_var_std_of_complex_are_real(run):
+    """mean(|a - mean(a)|**2), real (float32 for complex64), as NumPy and JAX."""
+    a = np.array([1 + 2j, 3 - 1j, -.5 + .5j], np.complex64)
+    m = np.array([True, True, False])
+    out = run(lambda a, m: (jnp.var(a), jnp.std(a), jnp.var(a, ddof=1), jnp.var(a, where=m),
+                            jnp.var(a, dtype=jnp.complex64)), a, m)
+    check(out[0], np.var(a), rtol=1e-6)
+    assert np.var(a).dtype == np.float32 and abs(np.var(a) - 3.5555553) < 1e-6
+    check(out[1], np.std(a), rtol=1e-6)
+    check(out[2], np.var(a, ddof=1), rtol=1e-6)
+    check(out[3], np.float32(3.25), rtol=1e-6)
+    assert out[4].dtype == np.complex64 and out[4].shape == ()
+    np.testing.assert_allclose(complex(out[4]), complex(np.var(a)), rtol=1e-6)
+    with pytest.raises(ValueError, match="complex"):
+        jnp.var(a, dtype=jnp.float32)          # JAX refuses it too
+
+
+def test_half_precision_mean_var_std_compute_in_float32(run):
+    """As JAX: float16 and bfloat16 mean/var/std accumulate in float32 and round once (the
+    count of 100000 elements overflows float16); an explicit dtype= of mean computes in it."""
+    h = np.full(100000, 3, np.float16)
+    r = (np.arange(4096) % 7).astype(np.float16) + np.float16(1000)
+
+    def f(h, r):
+        b = r.astype(jnp.bfloat16)
+        return (jnp.mean(h), jnp.var(h), jnp.std(h), jnp.mean(r), jnp.var(r), jnp.std(r),
+                jnp.var(r, dtype=jnp.float16), jnp.mean(r, dtype=jnp.float32), jnp.mean(b),
+                jnp.var(b), jnp.sum(h), jnp.sum(h, dtype=jnp.float32), jnp.mean(r, axis=0),
+                jnp.mean(r, dtype=jnp.float16))
+    out = run(f, h, r)
+    r64 = r.astype(np.float64)
+    check(out[0], np.float16(3))
+    check(out[1], np.float16(0))
+    check(out[2], np.float16(0))
+    check(out[3], np.float16(r64.mean()))          # JAX: 1003.
+    check(out[4], np.float16(r64.var()))           # JAX: 4.
+    check(out[5], np.float16(r64.std()))           # JAX: 2.
+    check(out[6], np.float16(r64.var()))
+    check(out[7], np.float32(r64.mean()), rtol=1e-6)
+    assert out[8].dtype == jnp.bfloat16 and float(out[8]) == 1004.0   # JAX: 1004
+    b64 = r.astype(jnp.bfloat16).astype(np.float64)   # 1000..1006 round to multiples of 4
+    assert out[9].dtype == jnp.bfloat16 and float(out[9]) == 7.84375   # JAX too
+    assert float(np.asarray(b64.var(), jnp.bfloat16)) == 7.84375
+    check(out[10], np.float16(np.inf))             # the sum itself overflows, as in JAX
+    check(out[11], np.float32(300000))
+    check(out[12], np.float16(r64.mean()))
+    check(out[13], np.float16(np.inf))             # a float16 sum of 4108285, as in JAX
+
+
 def test_reduction_errors():
     with pytest.raises(ValueError):
         jnp.max(jnp.zeros((0, 3)))

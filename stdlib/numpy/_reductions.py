@@ -159,6 +159,9 @@ def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
     return _reduce("any", P.reduce_or_p, a, axis, None, keepdims, None, where, False, False)
 
 
+_HALF = (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
+
+
 def _count(shape: tuple, axes: tuple) -> int:
     return math.prod(shape[i] for i in axes)
 
@@ -176,9 +179,15 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims
     aval = get_aval(a)
     axes = canonical_axes(axis, aval.ndim)
     compute = requested_dtype(dtype)
+    result_dtype = None
     if compute is None:
         compute = aval.dtype if aval.dtype.kind in "fc" or aval.dtype == dtypes.bfloat16 \
             else to_inexact_dtype(aval.dtype, aval.weak_type)
+        # As JAX: half-precision means divide a float32 sum by a float32 count, then round
+        # once (in float16 the count alone overflows past 65504 elements). An explicit
+        # dtype= computes in that dtype, as in JAX.
+        if compute in _HALF:
+            result_dtype, compute = compute, np.dtype(np.float32)
     a = convert(a, compute, aval.weak_type)
     total = sum(a, axis=axes, keepdims=keepdims, where=where)
     if where is None:
@@ -186,7 +195,8 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims
     else:
         mask = broadcast_to_shape(convert(where, np.dtype(np.bool_)), aval.shape)
         count = sum(convert(mask, compute), axis=axes, keepdims=keepdims)
-    return P.div_p.bind(total, count)
+    result = P.div_p.bind(total, count)
+    return result if result_dtype is None else convert(result, result_dtype)
 
 
 def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
@@ -203,22 +213,37 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
         ddof = correction
     aval = get_aval(a)
     axes = canonical_axes(axis, aval.ndim)
-    compute = requested_dtype(dtype)
-    if compute is None:
-        compute = aval.dtype if aval.dtype.kind in "fc" or aval.dtype == dtypes.bfloat16 \
+    result_dtype = requested_dtype(dtype)
+    if result_dtype is None:
+        result_dtype = aval.dtype if aval.dtype.kind in "fc" or aval.dtype == dtypes.bfloat16 \
             else to_inexact_dtype(aval.dtype, aval.weak_type)
+        if result_dtype.kind == "c":
+            # The variance of complex numbers is real: mean(|a - mean(a)|**2).
+            result_dtype = np.finfo(result_dtype).dtype
+    elif aval.dtype.kind == "c" and result_dtype.kind != "c":
+        raise ValueError(f"var: a real dtype= ({result_dtype.name}) for complex input is not "
+                         f"supported (as in JAX); leave dtype out for a real variance")
+    # Half precision computes in float32 and rounds once at the end (as JAX).
+    compute = np.dtype(np.float32) if result_dtype in _HALF else result_dtype
+    if aval.dtype.kind == "c":
+        compute = np.result_type(compute, aval.dtype)
     a = convert(a, compute, aval.weak_type)
     from ._ufuncs import subtract
     centered = subtract(a, mean(a, axis=axes, keepdims=True, where=where))
-    squared = P.integer_pow_p.bind(centered, y=2)
+    if compute.kind == "c":
+        squared = P.add_p.bind(P.integer_pow_p.bind(lax.real(centered), y=2),
+                               P.integer_pow_p.bind(lax.imag(centered), y=2))
+    else:
+        squared = P.integer_pow_p.bind(centered, y=2)
+    real = get_aval(squared).dtype
     total = sum(squared, axis=axes, keepdims=keepdims, where=where)
     if where is None:
-        count = typed_scalar(_count(aval.shape, axes) - ddof, compute)
+        count = typed_scalar(_count(aval.shape, axes) - ddof, real)
     else:
         mask = broadcast_to_shape(convert(where, np.dtype(np.bool_)), aval.shape)
-        count = P.sub_p.bind(sum(convert(mask, compute), axis=axes, keepdims=keepdims),
-                             typed_scalar(ddof, compute))
-    return P.div_p.bind(total, count)
+        count = P.sub_p.bind(sum(convert(mask, real), axis=axes, keepdims=keepdims),
+                             typed_scalar(ddof, real))
+    return convert(P.div_p.bind(total, count), result_dtype)
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
