@@ -208,6 +208,29 @@ def test_linspace(run):
         jnp.linspace(0, 1, -1)
 
 
+def test_complex_linspace_logspace_geomspace(run):
+    """Complex ends give complex64 values (JAX 0.10.2's results in the comments)."""
+    def f(a, b):
+        return (jnp.linspace(0j, 1 + 1j, 3), jnp.linspace(0, 1 + 1j, 3, retstep=True),
+                jnp.linspace(a, b, 3), jnp.logspace(0j, 1 + 1j, 3),
+                jnp.geomspace(1 + 0j, 1j, 3), jnp.geomspace(-1 + 0j, 1j, 4),
+                jnp.logspace(0, 1, 3, base=2j))
+    out = run(f, np.complex64(1j), np.array([2, 3 + 1j], np.complex64))
+
+    def same(got, want, dtype=np.complex64):
+        assert got.dtype == dtype and not got.weak_type, got.dtype
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=2e-7)
+    same(out[0], [0, .5 + .5j, 1 + 1j])
+    same(out[1][0], [0, .5 + .5j, 1 + 1j])
+    same(out[1][1], .5 + .5j)
+    same(out[2], [[1j, 1j], [1 + .5j, 1.5 + 1j], [2, 3 + 1j]])
+    same(out[3], np.logspace(0j, 1 + 1j, 3))        # [1, 1.288+2.888j, -6.682+7.440j]
+    same(out[4], np.exp(np.linspace(0, 1j * np.pi / 2, 3)))   # [1, .707+.707j, 1j]
+    same(out[5], np.exp(1j * np.pi * np.array([1, 5 / 6, 2 / 3, 1 / 2])))
+    # A complex base with real ends: the powers' real parts, float32 (as JAX).
+    same(out[6], [1, 1, 0], np.float32)
+
+
 def test_linspace_traced_bounds():
     out = pyree.jit(lambda a, b: jnp.linspace(a, b, 3))(1.0, 2.0)
     check(out, np.array([1.0, 1.5, 2.0], np.float32))

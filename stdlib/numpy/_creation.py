@@ -304,6 +304,17 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
 builtin_max = max
 
 
+def _space_dtype(*ends: Any) -> np.dtype:
+    """What linspace/logspace/geomspace compute in: the default complex type when an end is
+    complex (as in JAX), else the default float type."""
+    for end in ends:
+        kind = get_aval(end).dtype.kind if isinstance(end, (Array, Tracer, TypedScalar)) \
+            else np.asarray(end).dtype.kind
+        if kind == "c":
+            return dtypes.canonicalize_dtype(complex)
+    return default_float_dtype()
+
+
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
              dtype: Any = None, axis: int = 0) -> Any:
     """``num`` evenly spaced values from ``start`` to ``stop`` (inclusive by default).
@@ -316,12 +327,22 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     want = requested_dtype(dtype)
-    compute = default_float_dtype()
+    compute = _space_dtype(start, stop)
     from ._ufuncs import add, multiply, subtract, true_divide
     from ._shape import concatenate, expand_dims, moveaxis
-    start_a = convert(start, compute) if not isinstance(start, (Array, Tracer)) else \
-        convert(start, compute)
+    start_a = convert(start, compute)
     stop_a = convert(stop, compute)
+    if compute.kind == "c":
+        # Real and imaginary parts spaced separately: the same values, with exact ends, and
+        # no complex division (IREE fails to compile one of two constant complex logarithms'
+        # difference, as geomspace's, next to a function argument).
+        from ._ufuncs import imag, real
+        parts = [linspace(part(start_a), part(stop_a), num, endpoint, True, None, axis)
+                 for part in (real, imag)]
+        values, step = (lax.complex(r, i) for r, i in zip(*parts))
+        if want is not None:
+            values = convert(values, want)
+        return (values, step) if retstep else values
     bshape = np.broadcast_shapes(get_aval(start_a).shape, get_aval(stop_a).shape)
     div = (num - 1) if endpoint else num
     step = true_divide(subtract(stop_a, start_a), typed_scalar(builtin_max(div, 1), compute))
@@ -385,8 +406,10 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: 
     """
     from ._ufuncs import power
     exponents = linspace(start, stop, num, endpoint=endpoint, axis=axis)
-    compute = get_aval(exponents).dtype
-    values = power(convert(base, compute), exponents)
+    result = get_aval(exponents).dtype
+    # A complex base makes the powers complex; the result keeps the ends' type (as JAX).
+    compute = _space_dtype(start, stop, base)
+    values = convert(power(convert(base, compute), convert(exponents, compute)), result)
     want = requested_dtype(dtype)
     return values if want is None else convert(values, want)
 
@@ -402,18 +425,23 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype
     """
     from ._ufuncs import absolute, exp, log, multiply, sign
     from ._shape import concatenate, expand_dims, moveaxis
-    compute = default_float_dtype()
+    compute = _space_dtype(start, stop)
     for value in (start, stop):
         if not isinstance(value, (Array, Tracer)) and np.any(np.asarray(value) == 0):
             raise ValueError("Geometric sequence cannot include zero")
     start_a, stop_a = convert(start, compute), convert(stop, compute)
-    # NumPy's rule: a sequence of negative numbers is the mirror of a positive one.
-    direction = sign(start_a)
-    values = exp(linspace(log(absolute(start_a)), log(absolute(stop_a)), num,
-                          endpoint=endpoint))
-    bshape = get_aval(values).shape[1:]
-    values = multiply(values, expand_dims(direction, 0) if get_aval(direction).ndim else
-                      direction)
+    if compute.kind == "c":
+        # Complex ends: evenly spaced complex logarithms (the principal branch, as JAX).
+        values = exp(linspace(log(start_a), log(stop_a), num, endpoint=endpoint))
+        bshape = get_aval(values).shape[1:]
+    else:
+        # NumPy's rule: a sequence of negative numbers is the mirror of a positive one.
+        direction = sign(start_a)
+        values = exp(linspace(log(absolute(start_a)), log(absolute(stop_a)), num,
+                              endpoint=endpoint))
+        bshape = get_aval(values).shape[1:]
+        values = multiply(values, expand_dims(direction, 0) if get_aval(direction).ndim else
+                          direction)
     if num > 0:
         # The ends are exactly start and stop, not exp(log(.)).
         from ._indexing import getitem
