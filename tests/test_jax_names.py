@@ -95,6 +95,15 @@ def test_precision_and_batch_matmul():
 def test_numpy_names():
     assert jnp.bool is jnp.bool_ and jnp.ones(2, jnp.bool).dtype == np.bool_
     assert jnp.isscalar(1.0) and jnp.isscalar(jnp.float32(2)) and not jnp.isscalar(jnp.ones(2))
+    # JAX 0.10.2: 0-d arrays of any kind are scalars, 1-d ones and containers are not.
+    for v in (1, True, 1j, np.float32(1), np.array(1.0), np.array(1), np.array("a"), "a",
+              b"x", jnp.array(1.0), jnp.ones(()).astype(jnp.int8)):
+        assert jnp.isscalar(v), v
+    for v in (np.ones(1), jnp.ones(1), np.ones((1, 1)), None, [1], (1,)):
+        assert not jnp.isscalar(v), v
+    seen = []
+    pyree.jit(lambda x: seen.append((jnp.isscalar(x), jnp.isscalar(x[0]))) or x)(jnp.ones(2))
+    assert seen == [(False, True)]                      # traced values too
     assert jnp.iscomplexobj(jnp.ones(2, jnp.complex64)) and not jnp.iscomplexobj(jnp.ones(2))
 
 

@@ -135,10 +135,13 @@ def shape(a) -> tuple:
 
 
 def isscalar(element) -> bool:
-    """Whether ``element`` is a scalar as JAX counts them: a Python or NumPy scalar, or a
-    pyree array of rank 0. Example: ``jnp.isscalar(jnp.float32(1))`` -> True"""
+    """Whether ``element`` is a scalar as JAX counts them: a Python or NumPy scalar (strings
+    included), or a pyree or NumPy array of rank 0 (of any dtype).
+    Example: ``jnp.isscalar(np.array(1.0))`` -> True"""
     if isinstance(element, (_Array, _Tracer)):
         return len(shape(element)) == 0
+    if isinstance(element, _np.ndarray):
+        return element.ndim == 0
     return _np.isscalar(element)
 
 
