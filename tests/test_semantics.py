@@ -19,6 +19,23 @@ def test_float_to_integer_saturates(dtype):
         np.testing.assert_array_equal(got, want.astype(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32])
+def test_complex_to_real_takes_the_real_part_then_converts_as_floats(dtype):
+    """jnp.array([300+1j]).astype(uint8) is 255 in JAX (the real part saturates)."""
+    values = (VALUES + 2j).astype(np.complex64)
+    real = VALUES.astype(np.float64)
+    if np.dtype(dtype).kind == "f":
+        want = real.astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        want = np.clip(np.nan_to_num(np.trunc(real), nan=0.0, posinf=info.max,
+                                     neginf=info.min), info.min, info.max).astype(dtype)
+    for run in (lambda v: jnp.asarray(v).astype(dtype), pyree.jit(lambda v: v.astype(dtype))):
+        got = np.asarray(run(values))
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+
+
 def test_sums_are_accurate_eagerly_and_under_jit():
     rng = np.random.default_rng(0)
     for shape, axis in (((10000, 10), 0), ((100000,), 0), ((1000, 1000), 0), ((4, 5000), 1)):

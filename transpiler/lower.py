@@ -1429,8 +1429,11 @@ def _convert_rule(ctx: RuleContext, x, *, new_dtype, weak_type):
         zero = _splat(ctx, 0, src, x)
         return _compare(ctx, x, zero, "NE", src)
     if src.dtype.kind == "c" and new_dtype.kind != "c":
-        x = hlo("real", tensor_type(src.update(dtype=np.float32 if src.dtype == np.complex64
-                                                else np.float64), ctx.dynamic), x)
+        # The real part, then converted as a float is (saturating into integers, as JAX).
+        src = src.update(dtype=np.float32 if src.dtype == np.complex64 else np.float64)
+        x = hlo("real", tensor_type(src, ctx.dynamic), x)
+        if src.dtype == new_dtype:
+            return x
     if src.dtype == np.bool_:
         # IREE 3.13's data tiling sign-extends a converted i1 feeding a matmul (true -> -1,
         # e.g. jit(lambda x: jnp.eye(3) @ x)), or fails to compile it: select instead.
