@@ -1235,7 +1235,21 @@ for _prim, _name in _BINARY.items():
 
 def _max_min_rule(name: str, bool_name: str) -> Callable:
     def rule(ctx: RuleContext, x, y):
-        x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, ctx.avals_out[0])
+        out = ctx.avals_out[0]
+        x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, out)
+        if out.dtype.kind == "c":
+            # Complex numbers order lexicographically (real part, then imaginary), as in
+            # StableHLO and JAX; IREE's complex maximum compares the real parts only.
+            part = tensor_type(out.update(dtype=np.finfo(out.dtype).dtype), ctx.dynamic)
+            real = out.update(dtype=np.finfo(out.dtype).dtype)
+            direction = "GT" if name == "maximum" else "LT"
+            rx, ry = hlo("real", part, x), hlo("real", part, y)
+            ix, iy = hlo("imag", part, x), hlo("imag", part, y)
+            bool_t = tensor_type(out.update(dtype=np.bool_), ctx.dynamic)
+            ties = hlo("and", bool_t, _compare(ctx, rx, ry, "EQ", real),
+                       _compare(ctx, ix, iy, direction, real))
+            x_wins = hlo("or", bool_t, _compare(ctx, rx, ry, direction, real), ties)
+            return hlo("select", ctx.out_type(), x_wins, x, y)
         # On booleans max is `or` and min is `and`.
         return hlo(bool_name if ctx.avals_in[0].dtype == np.bool_ else name, ctx.out_type(), x, y)
     return rule

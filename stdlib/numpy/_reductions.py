@@ -113,6 +113,8 @@ def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, init
         jnp.max(jnp.array([[1, 5], [3, 2]]), axis=1)   # [5, 3]
     """
     _no_out(out)
+    if _is_complex(a):
+        return _complex_extremum(max, a, axis, keepdims, initial, where)
     return _reduce("max", P.reduce_max_p, a, axis, None, keepdims, initial, where, None, False)
 
 
@@ -125,10 +127,43 @@ def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, init
         jnp.min(jnp.array([[1, 5], [3, 2]]), axis=0)   # [1, 2]
     """
     _no_out(out)
+    if _is_complex(a):
+        return _complex_extremum(min, a, axis, keepdims, initial, where)
     return _reduce("min", P.reduce_min_p, a, axis, None, keepdims, initial, where, None, False)
 
 
 amax, amin = max, min
+
+
+def _is_complex(a: Any) -> bool:
+    return not isinstance(a, (list, tuple)) and get_aval(a).dtype.kind == "c"
+
+
+def _complex_extremum(reduce, a: Any, axis: Any, keepdims: bool, initial: Any,
+                      where: Any) -> Any:
+    """max/min of complex numbers in JAX's lexicographic order (real part, then imaginary):
+    the extreme real part, then the extreme imaginary part among the elements that have it."""
+    from ._ufuncs import (equal, imag, isnan, logical_and, logical_or, maximum, minimum, real,
+                          select)
+    aval = get_aval(a)
+    axes = canonical_axes(axis, aval.ndim)
+    re, im = real(a), imag(a)
+    init = None if initial is None else np.complex128(initial)
+    best_re = reduce(re, axis=axes, keepdims=True, where=where,
+                     initial=None if init is None else init.real)
+    # A NaN real part wins (NumPy's NaN propagation; JAX's pairwise order decides instead).
+    ties = logical_or(equal(re, best_re), logical_and(isnan(re), isnan(best_re)))
+    if where is not None:
+        ties = logical_and(ties, where)
+    worst = -np.inf if reduce is max else np.inf
+    best_im = reduce(im, axis=axes, keepdims=True, where=ties, initial=worst)
+    if init is not None:
+        # `initial` takes part like one more element.
+        with_init = (maximum if reduce is max else minimum)(best_im, init.imag)
+        best_im = select([equal(best_re, init.real)], [with_init], best_im)
+    result = lax.complex(best_re, best_im)
+    return result if keepdims else lax.reshape(
+        result, tuple(d for i, d in enumerate(aval.shape) if i not in axes))
 
 
 def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,

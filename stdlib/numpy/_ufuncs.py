@@ -391,7 +391,8 @@ def fmod(x: Any, y: Any) -> Any:
 
 
 def round(x: Any, decimals: int = 0) -> Any:
-    """Round half to even, to ``decimals`` places (NumPy's ``round``).
+    """Round half to even, to ``decimals`` places (NumPy's ``round``; complex numbers round
+    their real and imaginary parts).
 
     Example::
 
@@ -399,6 +400,9 @@ def round(x: Any, decimals: int = 0) -> Any:
     """
     check_arraylike("round", x)
     dtype = get_aval(x).dtype
+    if dtype.kind == "c":
+        # Real and imaginary parts round separately (as NumPy and JAX).
+        return lax.complex(round(real(x), decimals), round(imag(x), decimals))
     if dtype.kind in "biu":
         if decimals >= 0:
             return x
