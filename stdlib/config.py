@@ -63,8 +63,17 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
 # attribute); "jax_platform_name" / "jax_platforms" choose the platform.
 _JAX_ALIASES = {"jax_platform_name": "platform", "jax_platforms": "platform"}
 
-# JAX options that change logging, tracebacks or compile-time policy, never results: accepted
-# and kept, so that programs which set them run; reading one gives what was set.
+# JAX's environment variables for the options pyree has, read as JAX reads them when the
+# PYREE_* variable is not set (JAX_PLATFORMS="cuda,cpu" takes its first platform).
+_JAX_ENV = {"enable_x64": "JAX_ENABLE_X64", "debug_nans": "JAX_DEBUG_NANS",
+            "debug_infs": "JAX_DEBUG_INFS", "platform": "JAX_PLATFORMS",
+            "disable_jit": "JAX_DISABLE_JIT", "num_cpu_devices": "JAX_NUM_CPU_DEVICES",
+            "default_matmul_precision": "JAX_DEFAULT_MATMUL_PRECISION"}
+
+# JAX options that change logging, tracebacks, checks of JAX's internals or compile-time
+# policy, never results: accepted and kept, so that programs which set them run; reading one
+# gives what was set. Each also reads its JAX_* environment variable, as in JAX.
+# jax_numpy_rank_promotion is acted on (pyree.numpy's ufuncs read it).
 _JAX_ONLY = {
     "jax_log_compiles": False, "jax_traceback_filtering": "auto",
     "jax_numpy_rank_promotion": "allow", "jax_numpy_dtype_promotion": "standard",
@@ -74,21 +83,70 @@ _JAX_ONLY = {
     "jax_explain_cache_misses": False,
     "jax_transfer_guard": "allow", "jax_spmd_mode": "allow_all", "jax_dynamic_shapes": False,
     "jax_debug_key_reuse": False, "jax_pmap_shmap_merge": False,
+    "jax_enable_checks": False, "jax_softmax_custom_jvp": False,
+    "jax_raise_persistent_cache_errors": False, "jax_enable_compilation_cache": True,
+    "jax_include_full_tracebacks_in_locations": True, "jax_use_shardy_partitioner": True,
+    "jax_captured_constants_warn_bytes": 2000000000, "jax_enable_pgle": False,
+    "jax_pgle_profiling_runs": 3, "jax_hlo_source_file_canonicalization_regex": None,
 }
+
+# Allowed values of the JAX-only options pyree checks.
+_CHOICES = {"jax_numpy_rank_promotion": ("allow", "warn", "raise"),
+            "jax_numpy_dtype_promotion": ("standard", "strict")}
 
 
 def _parse_bool(text: str) -> bool:
     return text.strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def _parse_jax_bool(text: str, env: str) -> bool:
+    """JAX's reading of a boolean environment variable (anything else is an error)."""
+    value = text.strip().lower()
+    if value in ("y", "yes", "t", "true", "on", "1"):
+        return True
+    if value in ("n", "no", "f", "false", "off", "0"):
+        return False
+    raise ValueError(f"invalid truth value {text!r} for environment {env!r}")
+
+
 def _initial_values() -> dict[str, Any]:
     values = {}
     for name, (default, env, parse) in _OPTIONS.items():
         value = default
-        if env in os.environ:
+        jax_env = _JAX_ENV.get(name)
+        if env in os.environ:   # pyree's variable first
             value = (parse or _parse_bool)(os.environ[env])
+        elif jax_env is not None and jax_env in os.environ:
+            text = os.environ[jax_env]
+            if name == "platform":
+                text = text.split(",")[0].strip() or default
+            value = _parse_jax_bool(text, jax_env) if parse is None else parse(text)
         values[name] = value
+    for name, default in _JAX_ONLY.items():
+        env = name.upper()
+        if env in os.environ:
+            text = os.environ[env]
+            if isinstance(default, bool):
+                value = _parse_jax_bool(text, env)
+            elif isinstance(default, (int, float)):
+                value = type(default)(text)
+            else:
+                value = text
+            values[name] = _checked(name, value)
     return values
+
+
+def _checked(name: str, value: Any) -> Any:
+    """``value`` for a JAX-only option, or the error JAX gives (or pyree's where it lacks the
+    feature)."""
+    choices = _CHOICES.get(name)
+    if choices is not None and value not in choices:
+        raise ValueError(f"new enum value must be in {list(choices)}, got {value!r} for {name}")
+    if name == "jax_numpy_dtype_promotion" and value == "strict":
+        raise NotImplementedError(
+            "pyree does not implement jax_numpy_dtype_promotion='strict' (it always promotes "
+            "as JAX's 'standard' mode does); cast operands explicitly instead")
+    return value
 
 
 _values: dict[str, Any] = _initial_values()
@@ -114,12 +172,16 @@ def update(name: str, value: Any) -> None:
     """
     name = _canonical_name(name)
     if name in _JAX_ONLY:
+        value = _checked(name, value)
         with _lock:
             _values[name] = value
         return
     if name not in _OPTIONS:
         known = ", ".join(sorted(_OPTIONS))
         raise AttributeError(f"pyree.config has no option {name!r} (options: {known})")
+    if name == "platform" and value is None:
+        # JAX's default jax_platforms (None: the platform chosen at start-up).
+        value = _initial_values()["platform"]
     with _lock:
         _values[name] = value
     for listener in list(_listeners):

@@ -122,6 +122,66 @@ def test_jax_option_names(x64):
         pyree.config.update("jax_no_such_thing", 1)
 
 
+def test_rank_promotion_option():
+    """jax_numpy_rank_promotion: 'raise' refuses implicit rank promotion in ufuncs (scalars
+    and equal ranks still broadcast), 'warn' warns, as in JAX 0.10.2."""
+    try:
+        pyree.config.update("jax_numpy_rank_promotion", "raise")
+        for f in (lambda: jnp.ones(3) + jnp.ones((2, 3)), lambda: jnp.ones((2, 3)) * np.ones(3),
+                  lambda: pyree.jit(jnp.maximum)(jnp.ones(3), jnp.ones((2, 3)))):
+            with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+                f()
+        assert (jnp.ones(3) + 1.0).shape == (3,) and (jnp.ones(3) + jnp.ones(())).shape == (3,)
+        assert (jnp.ones((1, 3)) + jnp.ones((2, 3))).shape == (2, 3)
+        pyree.config.update("jax_numpy_rank_promotion", "warn")
+        with pytest.warns(UserWarning, match="rank promotion for add on shapes"):
+            assert (jnp.ones(3) + jnp.ones((2, 3))).shape == (2, 3)
+        with pytest.raises(ValueError, match="allow"):
+            pyree.config.update("jax_numpy_rank_promotion", "sometimes")
+    finally:
+        pyree.config.update("jax_numpy_rank_promotion", "allow")
+    assert (jnp.ones(3) + jnp.ones((2, 3))).shape == (2, 3)
+
+
+def test_jax_only_options_and_platforms_none():
+    for name in ("jax_enable_checks", "jax_softmax_custom_jvp",
+                 "jax_raise_persistent_cache_errors"):
+        assert getattr(pyree.config, name) is False           # JAX's defaults
+        pyree.config.update(name, True)
+        assert getattr(pyree.config, name) is True
+        pyree.config.update(name, False)
+    # Not implemented: a clear error rather than standard promotion under a 'strict' name.
+    with pytest.raises(NotImplementedError, match="strict"):
+        pyree.config.update("jax_numpy_dtype_promotion", "strict")
+    assert pyree.config.jax_numpy_dtype_promotion == "standard"
+    platform = pyree.config.platform
+    pyree.config.update("jax_platforms", None)                # JAX's default value
+    assert pyree.config.platform == platform
+    np.testing.assert_array_equal(jnp.ones(2) + 1, [2, 2])
+
+
+def test_jax_environment_variables(tmp_path):
+    """JAX_* variables are read as JAX reads them; PYREE_* ones take precedence."""
+    import os
+    import subprocess
+    import sys
+    code = ("import pyree; c = pyree.config; "
+            "print(c.enable_x64, c.debug_nans, c.platform, c.jax_numpy_rank_promotion)")
+
+    def run(**env):
+        ours = ("JAX_", "PYREE_ENABLE_X64", "PYREE_DEBUG_NANS", "PYREE_PLATFORM")
+        base = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=120, env={**base, **env}, cwd=tmp_path)
+        return out.stdout.split(), out.stderr
+    assert run(JAX_ENABLE_X64="1", JAX_DEBUG_NANS="true", JAX_PLATFORMS="cpu",
+               JAX_NUMPY_RANK_PROMOTION="warn")[0] == ["True", "True", "cpu", "warn"]
+    assert run(JAX_ENABLE_X64="1", PYREE_ENABLE_X64="0")[0][0] == "False"
+    assert run()[0] == ["False", "False", "cpu", "allow"]
+    out, err = run(JAX_ENABLE_X64="maybe")
+    assert not out and "invalid truth value 'maybe'" in err   # as JAX
+
+
 def test_disable_jit_runs_python_op_by_op():
     seen = []
 

@@ -52,7 +52,7 @@ def _binary(name: str, prim, promote=promote_dtypes, summary: str = "") -> Calla
     def fn(x: Any, y: Any) -> Any:
         check_arraylike(name, x, y)
         x, y = promote(x, y)
-        x, y = broadcast_operands(x, y)
+        x, y = broadcast_operands(x, y, op=name)
         return prim.bind(x, y)
     fn.__name__ = name
     return _doc(fn, summary or f"Elementwise {name}, broadcasting.", f"jnp.{name}(x, y)")
@@ -76,7 +76,7 @@ def _bool_binary(name: str, prim, bool_prim) -> Callable:
     def fn(x: Any, y: Any) -> Any:
         check_arraylike(name, x, y)
         x, y = promote_dtypes(x, y)
-        x, y = broadcast_operands(x, y)
+        x, y = broadcast_operands(x, y, op=name)
         return (bool_prim if get_aval(x).dtype == np.bool_ else prim).bind(x, y)
     fn.__name__ = name
     return _doc(fn, f"Elementwise {name}, broadcasting.", f"jnp.{name}(x, y)")
@@ -138,7 +138,7 @@ def right_shift(x: Any, y: Any) -> Any:
     """
     check_arraylike("right_shift", x, y)
     x, y = promote_dtypes(x, y)
-    x, y = broadcast_operands(x, y)
+    x, y = broadcast_operands(x, y, op="right_shift")
     prim = P.shift_right_logical_p if get_aval(x).dtype.kind == "u" else P.shift_right_arithmetic_p
     return prim.bind(x, y)
 
@@ -147,7 +147,7 @@ def _logical(name: str, prim) -> Callable:
     def fn(x: Any, y: Any) -> Any:
         check_arraylike(name, x, y)
         x, y = (convert(a, np.dtype(np.bool_)) for a in (x, y))
-        x, y = broadcast_operands(x, y)
+        x, y = broadcast_operands(x, y, op=name)
         return prim.bind(x, y)
     fn.__name__ = name
     return _doc(fn, f"Elementwise {name} of the truth values.", f"jnp.{name}(x > 0, y > 0)")
@@ -287,7 +287,7 @@ def power(x: Any, y: Any) -> Any:
             raise ValueError("Integers to negative integer powers are not allowed.")
         return P.integer_pow_p.bind(x, y=y)
     x, y = promote_dtypes_numeric(x, y)
-    x, y = broadcast_operands(x, y)
+    x, y = broadcast_operands(x, y, op="power")
     dtype = get_aval(x).dtype
     if dtype.kind in "iu":
         return _integer_power(x, y, dtype)
@@ -323,7 +323,7 @@ def floor_divide(x: Any, y: Any) -> Any:
     """
     check_arraylike("floor_divide", x, y)
     x, y = promote_dtypes_numeric(x, y)
-    x, y = broadcast_operands(x, y)
+    x, y = broadcast_operands(x, y, op="floor_divide")
     dtype = get_aval(x).dtype
     if dtype.kind == "u":
         return P.div_p.bind(x, y)
@@ -361,7 +361,7 @@ def remainder(x: Any, y: Any) -> Any:
     """
     check_arraylike("remainder", x, y)
     x, y = promote_dtypes_numeric(x, y)
-    x, y = broadcast_operands(x, y)
+    x, y = broadcast_operands(x, y, op="remainder")
     dtype = get_aval(x).dtype
     if dtype.kind == "f" or dtype == dtypes.bfloat16:
         return _float_divmod(x, y)[1]
@@ -386,7 +386,7 @@ def fmod(x: Any, y: Any) -> Any:
     """
     check_arraylike("fmod", x, y)
     x, y = promote_dtypes_numeric(x, y)
-    x, y = broadcast_operands(x, y)
+    x, y = broadcast_operands(x, y, op="fmod")
     return P.rem_p.bind(x, y)
 
 
@@ -689,7 +689,7 @@ def float_power(x: Any, y: Any) -> Any:
     """
     check_arraylike("float_power", x, y)
     x, y = promote_dtypes_inexact(x, y)
-    x, y = broadcast_operands(x, y)
+    x, y = broadcast_operands(x, y, op="float_power")
     return P.pow_p.bind(x, y)
 
 
@@ -852,7 +852,7 @@ def fmin(x1: Any, x2: Any) -> Any:
 def _nan_ignoring(name: str, prim, x1: Any, x2: Any) -> Any:
     check_arraylike(name, x1, x2)
     x1, x2 = promote_dtypes(x1, x2)
-    x1, x2 = broadcast_operands(x1, x2)
+    x1, x2 = broadcast_operands(x1, x2, op=name)
     result = prim.bind(x1, x2)
     if get_aval(x1).dtype.kind in "biu":
         return result
@@ -881,7 +881,7 @@ def ldexp(x1: Any, x2: Any) -> Any:
     # Exponents beyond +-2**16 are as good as infinite (and convert exactly).
     n = clip(x2, -(1 << 16), 1 << 16)
     n = convert(n, dtype)
-    x1, n = broadcast_operands(x1, n)
+    x1, n = broadcast_operands(x1, n, op="ldexp")
     from pyree._lax_special import scale_by_power_of_two
     result = scale_by_power_of_two(x1, n)
     # 0, inf and NaN keep their value (inf * 2**-k would still be inf, 0 * 2**k 0: these just
@@ -1020,7 +1020,7 @@ def _integer_operands(name: str, x1: Any, x2: Any) -> list:
     dtype = get_aval(x1).dtype
     if dtype.kind not in "iu":
         raise TypeError(f"jnp.{name} takes integer arguments, got {dtype.name}{_where_loc()}")
-    return broadcast_operands(x1, x2)
+    return broadcast_operands(x1, x2, op=name)
 
 
 def _gcd(x1: Any, x2: Any) -> Any:

@@ -9,7 +9,7 @@ import numpy as np
 
 from pyree import dtypes, lax
 from pyree.runtime.array import Array
-from pyree.transpiler.source import where
+from pyree.transpiler.source import user_loc, where
 from pyree.transpiler.trace import Tracer, TypedScalar, get_aval
 
 PY_SCALARS = (bool, int, float, complex)
@@ -134,19 +134,43 @@ def broadcast_to_shape(x: Any, target: Sequence[int]) -> Any:
     return lax.broadcast_in_dim(x, target, tuple(range(lead, len(target))))
 
 
-def broadcast_operands(*args: Any, error: Optional[type] = None) -> list:
+def broadcast_operands(*args: Any, error: Optional[type] = None, op: Optional[str] = None
+                       ) -> list:
     """Broadcast to a common shape; rank-0 operands stay rank 0 (primitives broadcast them).
     Shapes that do not broadcast raise ``error``; by default the error JAX's ufuncs raise:
     ValueError when the ranks differ (``ones(100) * ones((100, 10))``), TypeError when they
-    are equal (``ones((2, 3)) + ones((3, 2))``)."""
+    are equal (``ones((2, 3)) + ones((3, 2))``). ``op`` names a ufunc, whose implicit rank
+    promotion the jax_numpy_rank_promotion option may forbid ("raise") or report ("warn")."""
     shapes = [get_aval(a).shape for a in args]
     nonscalar = [s for s in shapes if s != ()]
     if not nonscalar or all(s == nonscalar[0] for s in nonscalar):
         return list(args)
+    if op is not None and len({len(s) for s in nonscalar}) > 1:
+        _check_rank_promotion(op, shapes)
     if error is None:
         error = TypeError if len({len(s) for s in nonscalar}) == 1 else ValueError
     target = broadcast_shapes(*shapes, error=error)
     return [a if s == () else broadcast_to_shape(a, target) for a, s in zip(args, shapes)]
+
+
+def _check_rank_promotion(op: str, shapes: list) -> None:
+    from pyree import config
+    mode = config.jax_numpy_rank_promotion
+    if mode == "allow":
+        return
+    listed = " ".join(str(s) for s in shapes)
+    if mode == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {op} on shapes {listed} "
+                         f"and with the config option jax_numpy_rank_promotion='raise'"
+                         f"{where(None)}")
+    import warnings
+    loc = user_loc()   # reported at the user's line, as pyree's errors are
+    message = (f"Following NumPy automatic rank promotion for {op} on shapes {listed}. Set the "
+               f"jax_numpy_rank_promotion config option to 'allow' to disable this warning")
+    if loc is None:
+        warnings.warn(message, UserWarning, stacklevel=4)
+    else:
+        warnings.warn_explicit(message, UserWarning, loc.filename, loc.line)
 
 
 def canonical_axis(axis: int, ndim_: int, name: str = "axis") -> int:
