@@ -53,6 +53,11 @@ class Precision(enum.Enum):
         raise ValueError(f"unknown precision {value!r}: use None, a lax.Precision or one of "
                          "'default', 'high', 'highest', 'bfloat16', 'tensorfloat32', 'float32'")
 
+    @classmethod
+    def _missing_(cls, value: Any) -> "Precision":
+        # Precision('highest') constructs from JAX's names, as jax.lax.Precision does.
+        return cls.from_any(value) if isinstance(value, str) else None
+
     def __str__(self) -> str:
         return self.name
 

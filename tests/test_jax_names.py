@@ -88,6 +88,12 @@ def test_precision_and_batch_matmul():
         np.testing.assert_allclose(lax.dot_general(a[0], b[0], (((1,), (0,)), ((), ())), p),
                                    a[0] @ b[0], rtol=1e-5, atol=1e-5)
     assert lax.Precision.from_any("float32") is lax.Precision.HIGHEST
+    # Construction from JAX's names, as jax.lax.Precision('highest').
+    assert lax.Precision("highest") is lax.Precision.HIGHEST is lax.Precision(2)
+    assert lax.Precision("tensorfloat32") is lax.Precision.HIGH
+    assert lax.Precision("bfloat16") is lax.Precision.DEFAULT
+    with pytest.raises(ValueError):
+        lax.Precision("fast")
     with pytest.raises(ValueError, match="unknown precision"):
         lax.dot(a[0], b[0], precision="fast")
 
@@ -120,6 +126,14 @@ def test_jax_option_names(x64):
     pyree.config.parse_flags_with_absl()
     with pytest.raises(AttributeError, match="no option 'jax_no_such_thing'"):
         pyree.config.update("jax_no_such_thing", 1)
+
+
+def test_stax_initializer_aliases():
+    """JAX's stax names glorot_normal and normal also glorot and randn."""
+    from pyree.example_libraries import stax
+    assert stax.glorot is stax.glorot_normal and stax.randn is stax.normal
+    w = stax.glorot()(pyree.random.PRNGKey(0), (4, 3))
+    assert w.shape == (4, 3) and w.dtype == np.float32
 
 
 def test_rank_promotion_option():
