@@ -46,9 +46,13 @@ __all__ = [
     "Sigmoid", "Softmax", "Softplus", "SumPool", "Tanh", "elementwise", "parallel", "serial",
     "shape_dependent",
     # JAX's stax re-exports these activations and initializers; programs import them from here.
-    "elu", "gelu", "glorot_normal", "leaky_relu", "log_softmax", "logsoftmax", "normal", "ones",
-    "relu", "selu", "sigmoid", "softmax", "softplus", "standardize", "zeros",
+    "elu", "gelu", "glorot", "glorot_normal", "leaky_relu", "log_softmax", "logsoftmax",
+    "normal", "ones", "randn", "relu", "selu", "sigmoid", "softmax", "softplus", "standardize",
+    "zeros",
 ]
+
+# JAX's stax has these shorter names for the same initializers.
+glorot, randn = glorot_normal, normal
 
 Shape = tuple
 InitFun = Callable[[Any, Shape], tuple[Any, Any]]
