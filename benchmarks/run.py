@@ -302,13 +302,17 @@ def loop_benchmarks(rounds: int) -> list:
     product per step) and a Newton iteration in a while loop keeping its previous iterate."""
     return [("lax.scan tanh RNN, 100 steps, hidden 256, input 64",
              lambda: bench_rnn_scan(rounds), 1.0),
+            ("lax.scan tanh RNN, 100 steps, hidden 256, W @ h form",
+             lambda: bench_rnn_scan(rounds, matrix_first=True), 1.0),
             ("while_loop Newton sqrt, 10,000 f32 (x, previous)",
              lambda: bench_newton_while(rounds, 10_000), 1.0),
             ("while_loop Newton sqrt, 1,000,000 f32 (x, previous)",
              lambda: bench_newton_while(rounds, 1_000_000), 1.0)]
 
 
-def bench_rnn_scan(rounds: int) -> dict:
+def bench_rnn_scan(rounds: int, matrix_first: bool = False) -> dict:
+    """The unbatched tanh RNN; ``matrix_first``: written ``w_h @ h`` (a matrix-vector
+    product each step) instead of ``h @ w_h``."""
     rng = np.random.RandomState(0)
     w_x = (rng.randn(64, 256) / 8).astype(np.float32)
     w_h = (rng.randn(256, 256) / 16).astype(np.float32)
@@ -316,8 +320,10 @@ def bench_rnn_scan(rounds: int) -> dict:
 
     def make(lib):
         def run(w_x, w_h, xs):
-            return lib.lax.scan(lambda h, x: (lib.numpy.tanh(x @ w_x + h @ w_h),) * 2,
-                                lib.numpy.zeros(256, np.float32), xs)
+            def step(h, x):
+                recurrent = w_h @ h if matrix_first else h @ w_h
+                return (lib.numpy.tanh(x @ w_x + recurrent),) * 2
+            return lib.lax.scan(step, lib.numpy.zeros(256, np.float32), xs)
         return lib.jit(run)
     return _contest(make, (w_x, w_h, xs), rounds, rtol=1e-4, atol=1e-5)
 

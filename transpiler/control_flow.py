@@ -106,6 +106,7 @@ def _lower_region_outputs(ctx: RuleContext, region: IR, args: Sequence,
     body or condition of a loop."""
     sub = Lowering(ctx.dynamic)
     sub._input_views = ctx.lowering._input_views
+    sub.hoisted = ctx.lowering.hoisted
     sub.in_loop = ctx.lowering.in_loop or loop_body
     sub.in_region = True
     return sub.lower_ir(region, list(args))
