@@ -30,6 +30,8 @@ _ATTRIBUTES = {
     "typeof": "pyree._api", "clear_caches": "pyree._api", "effects_barrier": "pyree._api",
     "print_environment_info": "pyree._api", "named_call": "pyree._api",
     "named_scope": "pyree._api", "ensure_compile_time_eval": "pyree._api",
+    "enable_x64": "pyree._api", "debug_nans": "pyree._api", "debug_infs": "pyree._api",
+    "default_matmul_precision": "pyree._api", "numpy_rank_promotion": "pyree._api",
     "checkpoint": "pyree._checkpoint", "remat": "pyree._checkpoint",
     "checkpoint_policies": "pyree._checkpoint",
     "linear_transpose": "pyree._autodiff", "closure_convert": "pyree._autodiff",

@@ -1,6 +1,7 @@
 """The top-level functions of ``pyree`` (loaded on first use by ``pyree/__init__``)."""
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Optional
 
 import numpy as np
@@ -16,6 +17,7 @@ from pyree.transpiler.trace import Tracer, canonicalize_array
 
 Array = _jnp.ndarray
 live_arrays = _device.live_arrays
+_NO_VALUE = object()   # an option context manager called without a value
 
 
 def devices(backend: Optional[str] = None) -> list[Device]:
@@ -125,6 +127,104 @@ class disable_jit:
     def __exit__(self, *exc: Any) -> None:
         from pyree import config
         config.update("disable_jit", self._saved)
+
+
+class _OptionContext(contextlib.ContextDecorator):
+    """Sets one config option inside a ``with`` block (or a decorated function's calls) and
+    puts the previous value back on the way out, exceptions included."""
+
+    def __init__(self, option: str, value: Any) -> None:
+        self._option, self._value = option, value
+        self._saved: list[Any] = []   # a stack: the same object may be entered recursively
+
+    def __enter__(self) -> None:
+        from pyree import config
+        self._saved.append(getattr(config, self._option))
+        config.update(self._option, self._value)
+
+    def __exit__(self, *exc: Any) -> None:
+        from pyree import config
+        config.update(self._option, self._saved.pop())
+
+
+class _OptionState:
+    """A config option as JAX exposes it at top level (``jax.enable_x64`` and friends):
+    calling it gives a context manager and decorator that sets the option. Boolean options
+    default to True; the others need a value. pyree's options are process-wide, so the value
+    holds in every thread while the block runs (JAX's are per thread)."""
+
+    def __init__(self, option: str, boolean: bool, doc: str) -> None:
+        self._option, self._boolean = option, boolean
+        self.__doc__ = doc
+
+    def __call__(self, new_val: Any = _NO_VALUE) -> _OptionContext:
+        if new_val is _NO_VALUE:
+            if not self._boolean:
+                raise TypeError(f"Context manager for {self._option} config option requires an "
+                                "argument representing the new value for the config option.")
+            new_val = True
+        if self._option == "default_matmul_precision" and new_val is not None:
+            from pyree.lax import Precision
+            Precision.from_any(new_val)   # an unknown name fails here, as in JAX
+        return _OptionContext(self._option, new_val)
+
+    @property
+    def value(self) -> Any:
+        """The option's current value."""
+        from pyree import config
+        return getattr(config, self._option)
+
+    def __repr__(self) -> str:
+        return f"<pyree option {self._option}>"
+
+
+enable_x64 = _OptionState("enable_x64", True, """\
+``with pyree.enable_x64():`` (or ``enable_x64(False)``) switches 64-bit dtypes on (off) inside
+the block, as ``jax.enable_x64``; functions jitted and called inside compute in float64.
+
+Example::
+
+    with pyree.enable_x64():
+        jnp.ones(2).dtype        # float64
+""")
+debug_nans = _OptionState("debug_nans", True, """\
+``with pyree.debug_nans():`` raises FloatingPointError where an operation produces a NaN
+inside the block (``jax.debug_nans``).
+
+Example::
+
+    with pyree.debug_nans():
+        jnp.log(-1.0)            # FloatingPointError
+""")
+debug_infs = _OptionState("debug_infs", True, """\
+``with pyree.debug_infs():`` raises FloatingPointError where an operation produces an
+infinity inside the block (``jax.debug_infs``).
+
+Example::
+
+    with pyree.debug_infs():
+        jnp.ones(1) / 0.0        # FloatingPointError
+""")
+default_matmul_precision = _OptionState("default_matmul_precision", False, """\
+``with pyree.default_matmul_precision("float32"):`` sets the precision of contractions
+given no ``precision=`` inside the block (``jax.default_matmul_precision``; None, "default",
+"high", "highest", "bfloat16", "tensorfloat32", "float32").
+
+Example::
+
+    with pyree.default_matmul_precision("highest"):
+        y = x @ w
+""")
+numpy_rank_promotion = _OptionState("jax_numpy_rank_promotion", False, """\
+``with pyree.numpy_rank_promotion("raise"):`` makes implicit rank promotion in
+``pyree.numpy`` ufuncs an error ("raise"), a warning ("warn") or allowed ("allow") inside
+the block (``jax.numpy_rank_promotion``).
+
+Example::
+
+    with pyree.numpy_rank_promotion("raise"):
+        jnp.ones(3) + jnp.ones((2, 3))     # ValueError
+""")
 
 
 def make_jaxpr(fun: Any, static_argnums: Any = (), axis_env: Any = None,
@@ -346,10 +446,12 @@ def ensure_compile_time_eval() -> Any:
     return compile_time_eval()
 
 
-__all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "default_backend",
-           "default_device", "device_count", "device_get", "device_put", "devices",
-           "disable_jit", "effects_barrier", "ensure_compile_time_eval", "eval_shape",
-           "host_count", "host_id", "host_ids", "jit", "live_arrays", "local_device_count",
-           "local_devices", "make_ir", "make_jaxpr", "named_call", "named_scope",
-           "print_environment_info", "process_count", "process_index", "process_indices",
-           "typeof"]
+__all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches",
+           "debug_infs", "debug_nans", "default_backend", "default_device",
+           "default_matmul_precision", "device_count", "device_get", "device_put",
+           "devices", "disable_jit", "effects_barrier", "enable_x64",
+           "ensure_compile_time_eval", "eval_shape", "host_count", "host_id",
+           "host_ids", "jit", "live_arrays", "local_device_count", "local_devices",
+           "make_ir", "make_jaxpr", "named_call", "named_scope", "numpy_rank_promotion",
+           "print_environment_info", "process_count", "process_index",
+           "process_indices", "typeof"]

@@ -175,6 +175,8 @@ def update(name: str, value: Any) -> None:
         value = _checked(name, value)
         with _lock:
             _values[name] = value
+        for listener in list(_listeners):  # (jit's cache keys read jax_numpy_rank_promotion)
+            listener(name, value)
         return
     if name not in _OPTIONS:
         known = ", ".join(sorted(_OPTIONS))

@@ -212,6 +212,61 @@ def test_disable_jit_runs_python_op_by_op():
     assert seen[-1] == "Tracer"
 
 
+def test_option_context_managers_set_and_restore():
+    """jax.enable_x64 and friends: the option holds inside the block (or a decorated call),
+    the old value comes back after it, also on an exception; jit traces again under them."""
+    assert pyree.config.enable_x64 is False
+    f = pyree.jit(lambda x: x / 3.0 + jnp.ones(2))
+    k = pyree.jit(lambda: jnp.ones(2))
+    x = jnp.arange(2)                                       # int32, made with x64 off
+    assert f(x).dtype == np.float32 and k().dtype == np.float32
+    with pyree.enable_x64():
+        assert pyree.config.enable_x64 is True and jnp.ones(1).dtype == np.float64
+        y = f(x)                                            # traced again: float64 as in JAX
+        assert y.dtype == np.float64 and k().dtype == np.float64
+        np.testing.assert_array_equal(np.asarray(y), np.arange(2) / 3.0 + 1.0)
+        with pyree.enable_x64(False):
+            assert f(x).dtype == np.float32
+    assert pyree.config.enable_x64 is False and f(x).dtype == np.float32
+    with pytest.raises(KeyError):
+        with pyree.enable_x64():
+            raise KeyError
+    assert pyree.config.enable_x64 is False
+
+    @pyree.enable_x64()
+    def ones():
+        return jnp.ones(1).dtype
+    assert ones() == np.float64 and pyree.config.enable_x64 is False
+
+    g = pyree.jit(lambda x: jnp.log(x))
+    assert np.isnan(np.asarray(g(-jnp.ones(2)))).all()
+    for manager, bad in ((pyree.debug_nans, lambda: g(-jnp.ones(2))),
+                         (pyree.debug_infs, lambda: jnp.ones(1) / 0.0)):
+        with pytest.raises(FloatingPointError):
+            with manager():
+                bad()
+    assert pyree.config.debug_nans is False and pyree.config.debug_infs is False
+
+    add = pyree.jit(lambda a, b: a + b)
+    assert add(jnp.ones(3), jnp.ones((2, 3))).shape == (2, 3)
+    with pyree.numpy_rank_promotion("raise"):
+        assert pyree.config.jax_numpy_rank_promotion == "raise"
+        with pytest.raises(ValueError, match="rank_promotion"):
+            add(jnp.ones(3), jnp.ones((2, 3)))              # the cached trace is not reused
+    assert pyree.config.jax_numpy_rank_promotion == "allow"
+    with pytest.raises(ValueError):
+        pyree.numpy_rank_promotion("sometimes").__enter__()
+
+    with pyree.default_matmul_precision("float32"):
+        assert pyree.config.default_matmul_precision == "float32"
+        assert pyree.default_matmul_precision.value == "float32"
+    assert pyree.config.default_matmul_precision is None
+    with pytest.raises(ValueError):
+        pyree.default_matmul_precision("bogus")
+    with pytest.raises(TypeError, match="requires an argument"):
+        pyree.default_matmul_precision()
+
+
 def test_array_sharding():
     x = jnp.arange(3.0)
     assert x.sharding == pyree.sharding.SingleDeviceSharding(x.device)

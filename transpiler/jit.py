@@ -305,7 +305,7 @@ class JitFunction:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         device = self._device_for(leaves)
         arrays, avals = self._leaves_to_arrays(leaves, device)
-        key = (static, in_tree, avals, device)
+        key = (static, in_tree, avals, device, _trace_options)
         compiled = self._cache.get(key)
         if compiled is None:
             compiled = self._compile(key, static, in_tree, avals, device)
@@ -580,9 +580,29 @@ def _refresh_disable_jit(name: Optional[str] = None, value: Any = None) -> None:
 _refresh_disable_jit()
 
 
+# The options that change what tracing produces (dtypes, contraction precision, rank-promotion
+# errors): part of every cache key, as in JAX, so that a function called inside
+# ``with pyree.enable_x64():`` is traced again rather than answered by its float32 program.
+_TRACE_OPTIONS = ("enable_x64", "default_matmul_precision", "jax_numpy_rank_promotion")
+_trace_options: tuple = ()
+
+
+def _refresh_trace_options(name: Optional[str] = None, value: Any = None) -> None:
+    global _trace_options
+    if name is not None and name not in _TRACE_OPTIONS:
+        return
+    from pyree import config
+    options = tuple(getattr(config, option) for option in _TRACE_OPTIONS)
+    if options != _trace_options:
+        _trace_options = options
+        _forget_fast_paths()   # (the fast path's key is the avals alone)
+
+
 def _watch_config() -> None:
     from pyree import config
     config.on_update(_refresh_disable_jit)
+    _refresh_trace_options()
+    config.on_update(_refresh_trace_options)
 
 
 _watch_config()
