@@ -519,3 +519,11 @@ from ._custom_derivatives import stop_gradient  # noqa: E402
 # Last, as pyree.numpy imports this module: it installs the array operators (x + 1 on a traced
 # x) that functions given to cond, scan, while_loop... use.
 import pyree.numpy  # noqa: E402,F401
+
+# jax.lax.linalg is a module; registered under pyree.lax.linalg so that `import
+# pyree.lax.linalg` works although pyree.lax is a module, not a package.
+import sys as _sys  # noqa: E402
+
+from . import _lax_linalg as linalg  # noqa: E402
+
+_sys.modules[__name__ + ".linalg"] = linalg

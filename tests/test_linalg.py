@@ -451,3 +451,76 @@ def test_spectral_and_nuclear_norms():
     u, _, vt = np.linalg.svd(x[0].astype(np.float64), full_matrices=False)
     grad = pyree.grad(lambda a: jnp.linalg.norm(a, "nuc"))(x[0])
     np.testing.assert_allclose(np.asarray(grad), u @ vt, atol=1e-5)
+
+
+def test_lax_linalg_module(run):
+    """jax.lax.linalg's functions, signatures and output conventions (values from JAX 0.10.2
+    and NumPy/SciPy), eagerly and under jit."""
+    import scipy.linalg
+    import pyree.lax.linalg
+    from pyree.lax import linalg
+    assert pyree.lax.linalg is linalg
+    a = np.array([[4., 1, 2], [1, 3, 0.5], [2, 0.5, 5]], np.float32)
+    m = np.array([[1., 2], [3, 4], [5, 7]], np.float32)
+    t = np.array([[2., 0, 0], [1, 3, 0], [4, 5, 6]], np.float32)
+    b = np.arange(6.).reshape(3, 2).astype(np.float32)
+
+    def factorizations(a, m, t, b):
+        return (linalg.cholesky(a), linalg.cholesky(jnp.tril(a) + 100 * jnp.triu(a, 1),
+                                                    symmetrize_input=False),
+                linalg.eigh(a), linalg.lu(m), linalg.lu(m.T), linalg.qr(m),
+                linalg.qr(m, full_matrices=False), linalg.svd(m, full_matrices=False),
+                linalg.triangular_solve(t + 50 * jnp.triu(jnp.ones((3, 3)), 1), b,
+                                        left_side=True, lower=True),
+                linalg.triangular_solve(t, b.T, lower=True, transpose_a=True),
+                linalg.triangular_solve(t.T, b, left_side=True, unit_diagonal=True),
+                linalg.lu_pivots_to_permutation(jnp.array([2, 2, 2]), 4))
+
+    (chol, chol_lower, (v, w), (lu, piv, perm), (lu_t, piv_t, perm_t), (q, r), (qe, re),
+     (u, s, vh), x_left, x_right, x_unit, permutation) = run(factorizations, a, m, t, b)
+    np.testing.assert_allclose(chol, np.linalg.cholesky(a), **F32_TOL)
+    np.testing.assert_allclose(chol_lower, np.linalg.cholesky(a), **F32_TOL)
+    assert v.shape == (3, 3) and w.shape == (3,)           # (v, w): vectors first, as JAX
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), **F32_TOL)
+    np.testing.assert_allclose(np.asarray(v) * np.asarray(w) @ np.asarray(v).T, a, **F32_TOL)
+    # JAX's lu: (lu, LAPACK pivots, permutation) with x[permutation] = L U, int32.
+    assert piv.dtype == perm.dtype == np.int32
+    np.testing.assert_array_equal(piv, [2, 2])
+    np.testing.assert_array_equal(perm, [2, 0, 1])
+    np.testing.assert_array_equal(piv_t, [1, 1])
+    np.testing.assert_array_equal(perm_t, [1, 0])
+    lu_ref, piv_ref = scipy.linalg.lu_factor(m.astype(np.float64))
+    np.testing.assert_allclose(lu, lu_ref, **F32_TOL)
+    np.testing.assert_array_equal(piv, piv_ref)
+    np.testing.assert_allclose(lu_t, [[2, 4, 7], [0.5, 1, 1.5]], **F32_TOL)
+    assert q.shape == (3, 3) and r.shape == (3, 2) and qe.shape == (3, 2) and re.shape == (2, 2)
+    np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), m, **F32_TOL)
+    np.testing.assert_allclose(np.asarray(qe) @ np.asarray(re), m, **F32_TOL)
+    np.testing.assert_allclose(s, np.linalg.svd(m, compute_uv=False), **F32_TOL)
+    np.testing.assert_allclose(np.asarray(u) * np.asarray(s) @ np.asarray(vh), m, **F32_TOL)
+    np.testing.assert_allclose(x_left, np.linalg.solve(t, b), **F32_TOL)   # upper ignored
+    np.testing.assert_allclose(x_right, np.linalg.solve(t, b).T, **F32_TOL)  # x t.T = b.T
+    np.testing.assert_allclose(x_unit, scipy.linalg.solve_triangular(
+        t.T, b, lower=False, unit_diagonal=True), **F32_TOL)
+    np.testing.assert_array_equal(permutation, [2, 0, 1, 3])
+
+
+def test_lax_linalg_complex_and_vectors():
+    from pyree.lax import linalg
+    t = np.array([[2., 0, 0], [1, 3, 0], [4, 5, 6]]) + 1j * np.tril(np.ones((3, 3)))
+    t = t.astype(np.complex64)
+    b = np.arange(6.).reshape(3, 2).astype(np.complex64)
+    np.testing.assert_allclose(
+        linalg.triangular_solve(t, b, left_side=True, lower=True, conjugate_a=True),
+        np.linalg.solve(t.conj(), b), **F32_TOL)
+    np.testing.assert_allclose(
+        linalg.triangular_solve(t, b, left_side=True, lower=True, conjugate_a=True,
+                                transpose_a=True), np.linalg.solve(t.conj().T, b), **F32_TOL)
+    np.testing.assert_allclose(linalg.triangular_solve(t, b.T, lower=True, conjugate_a=True),
+                               np.linalg.solve(t.conj().T, b).T, **F32_TOL)  # x conj(t) = b.T
+    tr = t.real.copy()
+    np.testing.assert_allclose(linalg.triangular_solve(tr, np.ones(3, np.float32),
+                                                       left_side=True, lower=True),
+                               [0.5, 1 / 6, -0.3055556], **F32_TOL)          # JAX's values
+    with pytest.raises(NotImplementedError):
+        linalg.qr(tr, pivoting=True)
