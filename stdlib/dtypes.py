@@ -22,11 +22,16 @@ import numpy as np
 from . import config
 
 __all__ = [
-    "bfloat16", "canonicalize_dtype", "dtype_short_name", "finfo", "iinfo", "is_weakly_typed",
+    "bfloat16", "canonicalize_dtype", "float0", "dtype_short_name", "finfo", "iinfo", "is_weakly_typed",
     "issubdtype", "promote_types", "python_scalar_dtype", "result_type",
 ]
 
 bfloat16 = ml_dtypes.bfloat16  # scalar type; np.dtype(bfloat16) is the dtype
+
+# JAX's dtype of the tangents of integer and boolean values (``jax.dtypes.float0``): a
+# zero-size structured dtype, so that such tangents hold no data. Only the name for now:
+# pyree's grad(allow_int=True) gives integer zeros for integer inputs, not float0 arrays.
+float0 = np.dtype([("float0", np.void, 0)])
 
 _BOOL = np.dtype(np.bool_)
 _U8, _U16, _U32, _U64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))

@@ -333,3 +333,9 @@ def test_integers_become_float32_in_float_functions_unless_64_bit(x64):
         got = [jnp.sin(a).dtype, (a / a).dtype, jnp.mean(a).dtype, jnp.var(a).dtype]
         assert [str(d) for d in got] == [want] * 4, name
     assert str(jnp.sin(3).dtype) == wide and str(jnp.mean(3).dtype) == wide
+
+
+def test_float0_is_jaxs_tangent_dtype():
+    import pyree
+    assert dtypes.float0 == np.dtype([("float0", np.void, 0)]) and pyree.float0 is dtypes.float0
+    assert dtypes.float0.itemsize == 0 and np.zeros(3, dtypes.float0).nbytes == 0
