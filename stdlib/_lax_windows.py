@@ -14,7 +14,8 @@ from __future__ import annotations
 
 __all__ = [
     "ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
-    "conv_general_shape_tuple", "conv_transpose", "conv_with_general_padding", "cumlogsumexp",
+    "conv_general_dilated_patches", "conv_general_shape_tuple", "conv_shape_tuple",
+    "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding", "cumlogsumexp",
     "cummax", "cummin", "cumprod", "cumsum", "padtype_to_pads", "reduce_window",
     "reduce_window_shape_tuple",
 ]
@@ -240,6 +241,93 @@ def conv_general_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
     for axis, size in zip(numbers.out_spec, canonical):
         out[axis] = size
     return tuple(out)
+
+
+def conv_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
+                     strides: Sequence[int], pads: PaddingLike, batch_group_count: int = 1) -> tuple:
+    """The output shape (NC...) of a convolution of an NC... input with an OI... kernel:
+    ``(N // batch_group_count, O, *spatial)``; ``pads`` is a padding name or (low, high)
+    pairs (``jax.lax.conv_shape_tuple``).
+
+    Example::
+
+        lax.conv_shape_tuple((2, 3, 10, 9), (4, 3, 3, 2), (1, 2), "SAME")   # (2, 4, 10, 5)
+    """
+    nsp = len(lhs_shape) - 2
+    strides = _ints(strides, nsp, "strides")
+    kernel = [int(k) for k in rhs_shape[2:]]
+    pads = padtype_to_pads(lhs_shape[2:], kernel, strides, pads) if isinstance(pads, str) \
+        else _pairs(pads, nsp)
+    if int(lhs_shape[0]) % int(batch_group_count):
+        raise ValueError(f"the batch size {lhs_shape[0]} must be a multiple of "
+                         f"batch_group_count={batch_group_count}{_where(None)}")
+    return (int(lhs_shape[0]) // int(batch_group_count), int(rhs_shape[0])) + \
+        _windowed_sizes(lhs_shape[2:], kernel, strides, pads)
+
+
+def conv_transpose_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
+                               window_strides: Sequence[int], padding: PaddingLike,
+                               dimension_numbers: Any) -> tuple:
+    """The output shape of ``conv_transpose`` (no kernel dilation) for these input shapes,
+    in the output layout of ``dimension_numbers`` (``jax.lax.conv_transpose_shape_tuple``).
+
+    Example::
+
+        lax.conv_transpose_shape_tuple((2, 10, 9, 3), (3, 2, 3, 4), (1, 2), "SAME",
+                                       ("NHWC", "HWIO", "NHWC"))   # (2, 10, 18, 4)
+    """
+    numbers = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    nsp = len(lhs_shape) - 2
+    strides = _ints(window_strides, nsp, "window_strides")
+    in_sizes = [int(lhs_shape[a]) for a in numbers.lhs_spec[2:]]
+    kernel = [int(rhs_shape[a]) for a in numbers.rhs_spec[2:]]
+    if isinstance(padding, str):
+        pads = [_transpose_padding(k, s, padding) for k, s in zip(kernel, strides)]
+    else:
+        pads = _pairs(padding, nsp)
+    # The input dilated by the strides ((n - 1) * s + 1), padded, then a stride-1 window.
+    spatial = [(n - 1) * s + 1 + lo + hi - k + 1
+               for n, k, s, (lo, hi) in zip(in_sizes, kernel, strides, pads)]
+    canonical = [int(lhs_shape[numbers.lhs_spec[0]]), int(rhs_shape[numbers.rhs_spec[0]])]
+    out = [0] * len(lhs_shape)
+    for axis, size in zip(numbers.out_spec, canonical + spatial):
+        out[axis] = size
+    return tuple(out)
+
+
+def conv_general_dilated_patches(lhs: Any, filter_shape: Sequence[int],
+                                 window_strides: Sequence[int], padding: PaddingLike,
+                                 lhs_dilation: Optional[Sequence[int]] = None,
+                                 rhs_dilation: Optional[Sequence[int]] = None,
+                                 dimension_numbers: Any = None, precision: Any = None,
+                                 preferred_element_type: Any = None) -> Any:
+    """The patches a ``conv_general_dilated`` with a kernel of spatial shape ``filter_shape``
+    would see: the output has ``C * prod(filter_shape)`` features, channel-major (feature
+    ``c * prod(filter_shape) + j`` is input channel c at the j-th window position, row-major),
+    laid out as ``dimension_numbers``' output (``jax.lax.conv_general_dilated_patches``). It
+    is that convolution with a one-hot kernel, grouped by channel.
+
+    Example::
+
+        x = jnp.arange(16.0).reshape(1, 1, 4, 4)
+        lax.conv_general_dilated_patches(x, (2, 2), (2, 2), "VALID")[0, :, 0, 0]   # [0, 1, 4, 5]
+    """
+    _check_array("conv_general_dilated_patches", lhs)
+    aval = get_aval(lhs)
+    ndim = aval.ndim
+    numbers = conv_dimension_numbers(aval.shape, (1,) * ndim, dimension_numbers)
+    numbers = numbers._replace(rhs_spec=tuple(range(ndim)))   # our kernel is OI...
+    channels = int(aval.shape[numbers.lhs_spec[1]])
+    window = int(np.prod(filter_shape, dtype=np.int64))
+    # Output feature c * window + j (group c) picks window position j of channel c.
+    one_hot = np.eye(window, dtype=aval.dtype).reshape((window, 1) + tuple(filter_shape))
+    kernel = np.tile(one_hot, (channels,) + (1,) * (ndim - 1))
+    from pyree.lax import Precision
+    return conv_general_dilated(lhs, kernel, window_strides, padding,
+                                lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                                dimension_numbers=numbers, feature_group_count=channels,
+                                precision=Precision.HIGHEST if precision is None else precision,
+                                preferred_element_type=preferred_element_type)
 
 
 def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: Sequence[int],

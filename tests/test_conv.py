@@ -465,3 +465,51 @@ def test_convolve_grads_and_vmap():
     np.testing.assert_allclose(np.asarray(got), np.stack([np.correlate(x, y, "full")
                                                           for x, y in zip(as_, vs)]),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_conv_shape_tuples_as_jax():
+    """Values from JAX 0.10.2's lax.conv_shape_tuple / conv_transpose_shape_tuple."""
+    assert lax.conv_shape_tuple((2, 3, 10, 9), (4, 3, 3, 2), (1, 2), "SAME") == (2, 4, 10, 5)
+    assert lax.conv_shape_tuple((2, 3, 10, 9), (4, 3, 3, 2), (1, 2), "VALID") == (2, 4, 8, 4)
+    assert lax.conv_shape_tuple((2, 3, 10, 9), (4, 3, 3, 2), (2, 3),
+                                [(1, 2), (0, 1)]) == (2, 4, 6, 3)
+    assert lax.conv_shape_tuple((2, 3, 10, 9), (4, 3, 3, 2), (1, 1), [(1, 2), (0, 1)],
+                                batch_group_count=2) == (1, 4, 11, 9)
+    assert lax.conv_shape_tuple((2, 3, 2, 9), (4, 3, 5, 2), (1, 1), "VALID") == (2, 4, 0, 8)
+    nchw, nhwc = ("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC")
+    for pad, want_nchw, want_nhwc in (([(1, 2), (0, 1)], (2, 4, 20, 9), (2, 11, 17, 4)),
+                                      ("SAME", (2, 4, 20, 9), (2, 10, 18, 4)),
+                                      ("VALID", (2, 4, 21, 10), (2, 12, 18, 4))):
+        assert lax.conv_transpose_shape_tuple((2, 3, 10, 9), (4, 3, 3, 2), (2, 1), pad,
+                                              nchw) == want_nchw
+        assert lax.conv_transpose_shape_tuple((2, 10, 9, 3), (3, 2, 3, 4), (1, 2), pad,
+                                              nhwc) == want_nhwc
+    # The shape conv_transpose itself produces.
+    x, w = jnp.ones((1, 4, 5, 2)), jnp.ones((3, 2, 2, 3))
+    assert lax.conv_transpose(x, w, (2, 1), "SAME").shape == \
+        lax.conv_transpose_shape_tuple(x.shape, w.shape, (2, 1), "SAME", nhwc)
+
+
+def test_conv_general_dilated_patches():
+    """Channel-major patches (values from JAX 0.10.2 and a NumPy loop), eager and jit."""
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    p = lax.conv_general_dilated_patches(x, (2, 3), (1, 1), "VALID")
+    ref = np.zeros((2, 18, 3, 3), np.float32)   # feature c * 6 + (a * 3 + b): x[c, i+a, j+b]
+    for c, a, b in np.ndindex(3, 2, 3):
+        ref[:, c * 6 + a * 3 + b] = x[:, c, a:a + 3, b:b + 3]
+    assert p.shape == (2, 18, 3, 3) and p.dtype == np.float32
+    np.testing.assert_array_equal(p, ref)
+    np.testing.assert_array_equal(p[0, :, 0, 0], [0, 1, 2, 5, 6, 7, 20, 21, 22, 25, 26, 27,
+                                                  40, 41, 42, 45, 46, 47])
+    q = lax.conv_general_dilated_patches(x, (2, 2), (2, 1), "SAME",
+                                         dimension_numbers=("NCHW", "OIHW", "NHWC"))
+    assert q.shape == (2, 2, 5, 12)
+    np.testing.assert_array_equal(q[1, 1, 2], [72, 73, 77, 78, 92, 93, 97, 98, 112, 113, 117,
+                                               118])
+    r = pyree.jit(lambda v: lax.conv_general_dilated_patches(
+        v, (2, 2), (1, 1), "VALID", rhs_dilation=(1, 2),
+        dimension_numbers=("NHWC", "HWIO", "NHWC")))(x.transpose(0, 2, 3, 1))
+    assert r.shape == (2, 3, 3, 12)
+    np.testing.assert_array_equal(r[0, 0, 0], [0, 2, 5, 7, 20, 22, 25, 27, 40, 42, 45, 47])
+    ints = lax.conv_general_dilated_patches(x.astype(np.int32), (2, 2), (1, 1), "VALID")
+    assert ints.dtype == np.int32 and int(np.asarray(ints).sum()) == 17136
