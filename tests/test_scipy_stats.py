@@ -319,3 +319,17 @@ def test_eager_and_vmap():
     # Eagerly, without jit.
     assert_close(stats.laplace.cdf(x, 0.5, 2.0), ostats.laplace.cdf(x, 0.5, 2.0), 2e-6)
     assert_close(stats.logistic.ppf(np.float32(0.25)), ostats.logistic.ppf(0.25), 2e-6)
+
+
+def test_poisson_entropy_matches_jax_and_scipy():
+    import scipy.stats
+    from pyree.scipy.stats import poisson
+    mu = np.array([0.0, 1e-3, 0.1, 0.5, 1, 5, 10, 49.9, 50, 99, 101, 300, 1e3], np.float32)
+    ref = scipy.stats.poisson.entropy(mu.astype(np.float64))
+    np.testing.assert_allclose(poisson.entropy(mu), ref, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(pyree.jit(poisson.entropy)(mu, 2), ref, rtol=2e-6, atol=1e-7)
+    # JAX 0.10.2's values where SciPy's sum loses accuracy, and for invalid mu.
+    out = np.asarray(poisson.entropy(np.array([1e5, -1.0], np.float32)))
+    np.testing.assert_allclose(out[0], 7.1754003, rtol=1e-6)
+    assert np.isnan(out[1])
+    assert poisson.entropy(np.ones((2, 1)), np.zeros(3)).shape == (2, 3)
