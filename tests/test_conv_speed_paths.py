@@ -132,6 +132,39 @@ def test_second_order_through_the_fast_forms():
     np.testing.assert_allclose(np.asarray(hvp), fd, rtol=2e-2, atol=2e-3)
 
 
+@cpu_only("the CPU lowering's batch chunks")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_convolution_in_batch_chunks(name, monkeypatch):
+    # Convolutions whose im2col columns exceed windows.IM2COL_CHUNK_BYTES run a few images at
+    # a time; a tiny budget sends these small cases through that form (one image per chunk).
+    from pyree.transpiler import windows
+    monkeypatch.setattr(windows, "IM2COL_CHUNK_BYTES", 64)
+    x, w, kw, want = _case(name)
+    f = lambda x, w: lax.conv_general_dilated(x, w, **kw)
+    text = pyree.jit(f).lower(x, w).as_text()
+    chunked = CASES[name][0][0] > 1 and CASES[name][7] == 1   # several images, no batch groups
+    assert ("stablehlo.concatenate" in text) == chunked
+    np.testing.assert_allclose(np.asarray(pyree.jit(f)(x, w)), want, rtol=1e-4, atol=1e-4)
+
+
+@cpu_only("the CPU lowering's batch chunks")
+def test_gradients_in_batch_chunks(monkeypatch):
+    # 40 images, one per chunk: more parts than one concatenation may join (IREE's binding
+    # limit; lower._concatenate_rule groups them).
+    from pyree.transpiler import windows
+    monkeypatch.setattr(windows, "IM2COL_CHUNK_BYTES", 64)
+    x, w = randn(40, 3, 6, 5), randn(4, 3, 3, 3)
+    pads = same_pads(x.shape[2:], w.shape[2:], (1, 1), (1, 1))
+    ct = randn(*conv_ref(x, w, (1, 1), pads, None, (1, 1)).shape)
+    want_gx, want_gw = _grads_ref(x, w, ct, (1, 1), pads, (1, 1))
+
+    def loss(x, w, ct):
+        return jnp.sum(lax.conv_general_dilated(x, w, (1, 1), "SAME") * ct)
+    gx, gw = pyree.jit(pyree.grad(loss, argnums=(0, 1)))(x, w, ct)
+    np.testing.assert_allclose(np.asarray(gx), want_gx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(gw), want_gw, rtol=1e-4, atol=1e-4)
+
+
 def _lowered(f, *args):
     return pyree.jit(f).lower(*args).as_text()
 
