@@ -335,10 +335,11 @@ def _real_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval:
 
 
 # On the CPU IREE runs a convolution as im2col + matmul, and the im2col columns are a
-# transient of (output pixels) x (input channels x window) floats. Past some size between 37
-# and 75 MB IREE's local-task driver maps that transient fresh at every call (~20,600 page
-# faults a call for NHWC 8x64x64, 64 channels: 75 MB; the caching allocator does not see it),
-# and the columns fall out of cache anyway. Such a convolution runs image by image (or a few
+# transient of (output pixels) x (input channels x window) floats. IREE's local-task driver
+# took the 75 MB one of NHWC 8x64x64 with 64 channels from malloc, and glibc maps a block over
+# 32 MB fresh each time and unmaps it on free: ~20,600 page faults a call (0.2 with
+# MALLOC_MMAP_MAX_=0, which made other rows slower; pyree's caching allocator never sees these),
+# and such columns fall out of cache anyway. Such a convolution runs image by image (or a few
 # images at a time), each with columns under IM2COL_CHUNK_BYTES, the results concatenated:
 # NHWC 8x64x64x64 with 64 3x3 filters 63 -> 31 ms, 128 -> 128 channels 168 -> 74 ms (JAX 27
 # and 51 ms; this machine, measured at the jit level). Kernel gradients (data-tiled, their
