@@ -342,9 +342,11 @@ def _real_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval:
 # and such columns fall out of cache anyway. Such a convolution runs image by image (or a few
 # images at a time), each with columns under IM2COL_CHUNK_BYTES, the results concatenated:
 # NHWC 8x64x64x64 with 64 3x3 filters 63 -> 31 ms, 128 -> 128 channels 168 -> 74 ms (JAX 27
-# and 51 ms; this machine, measured at the jit level). Kernel gradients (data-tiled, their
-# "batch" is the input channels) stay whole.
-IM2COL_CHUNK_BYTES = 16 << 20
+# and 51 ms; this machine, measured at the jit level). Smaller chunks keep the columns in
+# cache: with 8 MB rather than 16, NHWC 8x64x64, 32 -> 64 channels 12.7 -> 10.4 ms, 32 -> 32
+# 15.2 -> 10.6 ms (JAX 14 and 7.4), and every conv row of benchmarks/run.py went down; 4 MB
+# was no better. Kernel gradients (data-tiled, their "batch" is the input channels) stay whole.
+IM2COL_CHUNK_BYTES = 8 << 20
 
 
 def _im2col_batch_chunk(lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval: ShapedArray,
