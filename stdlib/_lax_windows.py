@@ -228,15 +228,30 @@ def conv_general_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
         lax.conv_general_shape_tuple((1, 5, 5, 3), (3, 3, 3, 8), (1, 1), "SAME",
                                      ("NHWC", "HWIO", "NHWC"))   # (1, 5, 5, 8)
     """
-    numbers = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
-    nsp = len(lhs_shape) - 2
-    strides = _ints(window_strides, nsp, "window_strides")
-    in_sizes = [lhs_shape[a] for a in numbers.lhs_spec[2:]]
-    kernel = [rhs_shape[a] for a in numbers.rhs_spec[2:]]
+    numbers, strides, in_sizes, kernel = _conv_shape_parts(lhs_shape, rhs_shape, window_strides,
+                                                          dimension_numbers)
     pads = padtype_to_pads(in_sizes, kernel, strides, padding) if isinstance(padding, str) \
-        else _pairs(padding, nsp)
-    canonical = (int(lhs_shape[numbers.lhs_spec[0]]), int(rhs_shape[numbers.rhs_spec[0]])) + \
-        _windowed_sizes(in_sizes, kernel, strides, pads)
+        else _pairs(padding, len(strides))
+    return _in_out_layout(lhs_shape, rhs_shape, numbers,
+                          _windowed_sizes(in_sizes, kernel, strides, pads))
+
+
+def _conv_shape_parts(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
+                      window_strides: Sequence[int], dimension_numbers: Any) -> tuple:
+    """(dimension numbers, strides, input spatial sizes, kernel spatial sizes) of a
+    convolution's shapes, for the shape functions."""
+    numbers = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    strides = _ints(window_strides, len(lhs_shape) - 2, "window_strides")
+    in_sizes = [int(lhs_shape[a]) for a in numbers.lhs_spec[2:]]
+    kernel = [int(rhs_shape[a]) for a in numbers.rhs_spec[2:]]
+    return numbers, strides, in_sizes, kernel
+
+
+def _in_out_layout(lhs_shape: Sequence[int], rhs_shape: Sequence[int], numbers: Any,
+                   spatial: Sequence[int]) -> tuple:
+    """The output shape (batch, output features, ``spatial``) placed in the output layout."""
+    canonical = [int(lhs_shape[numbers.lhs_spec[0]]), int(rhs_shape[numbers.rhs_spec[0]]),
+                 *spatial]
     out = [0] * len(lhs_shape)
     for axis, size in zip(numbers.out_spec, canonical):
         out[axis] = size
@@ -276,23 +291,16 @@ def conv_transpose_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int
         lax.conv_transpose_shape_tuple((2, 10, 9, 3), (3, 2, 3, 4), (1, 2), "SAME",
                                        ("NHWC", "HWIO", "NHWC"))   # (2, 10, 18, 4)
     """
-    numbers = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
-    nsp = len(lhs_shape) - 2
-    strides = _ints(window_strides, nsp, "window_strides")
-    in_sizes = [int(lhs_shape[a]) for a in numbers.lhs_spec[2:]]
-    kernel = [int(rhs_shape[a]) for a in numbers.rhs_spec[2:]]
+    numbers, strides, in_sizes, kernel = _conv_shape_parts(lhs_shape, rhs_shape, window_strides,
+                                                          dimension_numbers)
     if isinstance(padding, str):
         pads = [_transpose_padding(k, s, padding) for k, s in zip(kernel, strides)]
     else:
-        pads = _pairs(padding, nsp)
+        pads = _pairs(padding, len(strides))
     # The input dilated by the strides ((n - 1) * s + 1), padded, then a stride-1 window.
     spatial = [(n - 1) * s + 1 + lo + hi - k + 1
                for n, k, s, (lo, hi) in zip(in_sizes, kernel, strides, pads)]
-    canonical = [int(lhs_shape[numbers.lhs_spec[0]]), int(rhs_shape[numbers.rhs_spec[0]])]
-    out = [0] * len(lhs_shape)
-    for axis, size in zip(numbers.out_spec, canonical + spatial):
-        out[axis] = size
-    return tuple(out)
+    return _in_out_layout(lhs_shape, rhs_shape, numbers, spatial)
 
 
 def conv_general_dilated_patches(lhs: Any, filter_shape: Sequence[int],
