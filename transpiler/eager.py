@@ -24,7 +24,8 @@ from . import nan_check
 from . import primitives as P
 from .ir import ShapedArray
 from . import eager_warmup
-from .lower import lower_primitive_dynamic, sum_block, takes_caller_storage
+from .lower import (lower_primitive_dynamic, merged_reduction_axes, sum_block,
+                    takes_caller_storage)
 from .trace import TypedScalar, abstract_eval, canonicalize_array, effectful_primitives, get_aval
 from .source import user_loc, where
 
@@ -403,13 +404,19 @@ def _blocked_sum(x: Array, axes: tuple) -> Optional[Array]:
     """A float sum over a long axis in two kernels, blocks first, as jitted sums are summed
     (lower.sum_block): one kernel of unknown shapes accumulates the axis serially, and a mean
     over 10,000 rows was 10x less accurate eagerly than under jit. None if no axis is long."""
+    merged_shape, merged_axes = merged_reduction_axes(x.shape, tuple(axes))
+    if merged_shape != x.shape:
+        x, axes = view(x, x.aval.update(shape=merged_shape)), merged_axes
     for axis in axes:
-        block = sum_block(x.shape[axis])
+        block = sum_block(x.shape[axis], axis == x.ndim - 1)
         if block is not None:
             split = view(x, x.aval.update(
                 shape=x.shape[:axis] + (x.shape[axis] // block, block) + x.shape[axis + 1:]))
             partial = apply_unchecked(P.reduce_sum_p, [split], {"axes": (axis + 1,)})[0]
-            return apply_unchecked(P.reduce_sum_p, [partial], {"axes": axes})[0]
+            total = _blocked_sum(partial, axes)
+            if total is None:
+                total = apply_unchecked(P.reduce_sum_p, [partial], {"axes": axes})[0]
+            return total
     return None
 
 
