@@ -25,6 +25,7 @@ from pyree.dtypes import bfloat16
 from . import cuda_gemm, float32_math, float64_math
 from . import primitives as P
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
+from .trace import has_effects
 
 _ir = None  # iree.compiler.ir, imported on first lowering
 
@@ -391,6 +392,9 @@ class Lowering:
             return env[atom]
 
         fan_in = _FanIn(self)
+        used = {a for eqn in ir.eqns for a in eqn.inputs if isinstance(a, Var)}
+        used.update(a for a in ir.outs if isinstance(a, Var))
+        unused_effect_results: list = []
         for eqn in ir.eqns:
             with _location(eqn):
                 rule = lowering_rules.get(eqn.primitive)
@@ -406,7 +410,20 @@ class Lowering:
                 for var, value in zip(eqn.outputs, outs):
                     env[var] = value
                 fan_in.record(eqn, ins, outs)
-        return [read(atom) for atom in ir.outs]
+                if (eqn.outputs and not any(v in used for v in eqn.outputs)
+                        and has_effects([eqn])):
+                    unused_effect_results.extend(outs)
+        results = [read(atom) for atom in ir.outs]
+        if unused_effect_results and results:
+            # IREE 3.13 fails to compile a while loop whose body prints and whose results are
+            # all unused ("maximum iteration count exceeded in fixed point pipeline", in its
+            # stream passes; reproduced with iree-compile alone). One barrier joining such
+            # results to the IR's outputs gives them a use.
+            barrier = op("stablehlo.optimization_barrier",
+                         [r.type for r in results + unused_effect_results],
+                         results + unused_effect_results)
+            results = list(barrier.results)[:len(results)]
+        return results
 
 
 # IREE 3.13 fuses a tree of elementwise ops (and the reduction or copy consuming it) into one
