@@ -98,9 +98,9 @@ def _matvec_configuration(row: re.Match) -> str:
 def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str, ...]]:
     """The module text and flags IREE gets for ``mlir_text`` compiled with ``flags``: data
     tiling only when an op is marked for it; marked matrix-vector products configured row by
-    row on a CPU without data tiling. (With data tiling IREE may fuse a marked product into a
+    row on a CPU without data tiling (with data tiling IREE may fuse a marked product into a
     dispatch whose root is a tiled matmul, and two configurations in one dispatch fail to
-    compile.)
+    compile); no compile-time constant evaluation for modules with complex values.
 
     Example::
 
@@ -116,7 +116,16 @@ def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str
     if (MATVEC_MARK in mlir_text and _CPU_BACKEND_FLAG in flags
             and DATA_TILING_FLAG not in flags):
         mlir_text = _MATVEC_ATTR.sub(_matvec_configuration, mlir_text)
+    if "complex<" in mlir_text:
+        flags += (NO_CONST_EVAL_FLAG,)
     return mlir_text, flags
+
+
+# IREE 3.13 evaluates constant subexpressions at compile time (const-eval) and fails on some
+# complex ones: jit(lambda x: x + (jnp.log(1j) - jnp.log(1 + 0j)) / 2) stopped with "jit global
+# source initialization order invalid: global __hoisted_tensor_f32_1 has no value" (with
+# iree-compile alone too). Modules with complex values compute such constants when they load.
+NO_CONST_EVAL_FLAG = "--iree-opt-const-eval=false"
 
 
 _MAGIC = b"PYREEVM2"

@@ -84,6 +84,16 @@ def test_python_if_inside_a_custom_jvp_rule():
     assert float(pyree.grad(f)(-1.0)) == pytest.approx(-np.cos(-1.0), rel=1e-6)
 
 
+def test_complex_constant_expressions_under_jit():
+    """IREE's compile-time evaluation of constant expressions failed on this one ("jit global
+    source initialization order invalid")."""
+    got = pyree.jit(lambda x: x + (jnp.log(1j) - jnp.log(1 + 0j)) / 2)(1.0)
+    assert complex(got) == pytest.approx(1 + (np.log(1j) - np.log(1 + 0j)) / 2, rel=1e-6)
+    got = pyree.jit(lambda x: x * jnp.exp(2j * jnp.pi * jnp.arange(4) / 4))(2.0)
+    np.testing.assert_allclose(np.asarray(got), 2 * np.exp(2j * np.pi * np.arange(4) / 4),
+                               rtol=1e-6, atol=1e-6)
+
+
 def test_complex_isclose_and_abs_gradient():
     z = np.array([1 + 2j, 3 - 1j, np.inf + 0j], np.complex64)
     np.testing.assert_array_equal(jnp.isclose(z, z + 1e-7), [True, True, True])
