@@ -77,19 +77,21 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
 
 
 def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True,
-       use_magma: Optional[bool] = None) -> tuple[Any, Any]:
+       use_magma: Optional[bool] = None) -> tuple:
     """QR decomposition ``(q, r)`` of a matrix or stack (..., m, n) by Householder
     reflections: q (m, m) and r (m, n), or with ``full_matrices=False`` q (m, k) and r
-    (k, n), k = min(m, n) (``jax.lax.linalg.qr``). Column pivoting is not supported.
+    (k, n), k = min(m, n) (``jax.lax.linalg.qr``). ``pivoting=True`` gives ``(q, r, p)``
+    with LAPACK's column order p (int32): ``x[..., :, p] = q @ r``.
 
     Example::
 
         q, r = linalg.qr(jnp.array([[3.0, 1.0], [4.0, 2.0]]))
     """
-    if pivoting:
-        raise NotImplementedError(f"lax.linalg.qr: pivoting=True is not supported{where(None)}")
     _, la, _ = _modules()
-    return la._qr_jit(la._matrices("qr", x), bool(full_matrices))
+    x = la._matrices("qr", x)
+    if pivoting:
+        return la._qr_pivoted_jit(x, bool(full_matrices))
+    return la._qr_jit(x, bool(full_matrices))
 
 
 def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True,

@@ -299,6 +299,111 @@ def test_expm():
     assert np.isnan(got[-1]).all()
 
 
+# -- QR with column pivoting, QR's raw mode --------------------------------------------------------
+
+def check_pivoted_qr(got, a, mode, atol):
+    """``got`` (``L.qr(a, mode=mode, pivoting=True)``) against SciPy's: the same column order
+    P (int32), the same factors (LAPACK's signs)."""
+    want = sl.qr(a, mode=mode, pivoting=True)
+    assert len(got) == len(want) and got[-1].dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(got[-1]), want[-1])
+    for g, w in zip(got[:-1], want[:-1]):
+        assert g.shape == w.shape, (g.shape, w.shape)
+        np.testing.assert_allclose(np.asarray(g), w, rtol=0, atol=atol)
+
+
+def test_qr_pivoting_and_raw():
+    """scipy.linalg.qr(pivoting=True) against SciPy (geqp3: P, Q and R equal), every mode, for
+    square, tall and wide matrices, one with tied column norms (the first of equals is taken)
+    and a complex one, in one jitted program; a rank-deficient matrix (P equal up to its rank:
+    the rest is ordered by rounding noise, in SciPy too); a batch; eagerly.
+    jnp.linalg.qr(mode='raw') against NumPy: (h, tau), h LAPACK's geqrf output transposed."""
+    rng = np.random.RandomState(9)
+    mats = {"square": rng.randn(4, 4), "tall": rng.randn(5, 3), "wide": rng.randn(3, 5),
+            "ties": np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]),
+            "complex": rng.randn(4, 3) + 1j * rng.randn(4, 3)}
+    mats = {k: m.astype(np.complex64 if k == "complex" else np.float32) for k, m in mats.items()}
+    modes = ("full", "economic", "r")
+
+    def f(mats):
+        return ({k: [L.qr(m, mode=mode, pivoting=True) for mode in modes]
+                 for k, m in mats.items()},
+                {k: jnp.linalg.qr(m, mode="raw") for k, m in mats.items()})
+
+    pivoted, raw = pyree.jit(f)(mats)
+    for k, m in mats.items():
+        wide = np.complex128 if k == "complex" else np.float64
+        for mode, got in zip(modes, pivoted[k]):
+            check_pivoted_qr(got, m.astype(wide), mode, atol=2e-6)
+        if k == "ties":   # (rank 2: its last reflector reflects rounding noise)
+            continue
+        h, tau = raw[k]
+        want_h, want_tau = np.linalg.qr(m.astype(wide), mode="raw")
+        assert h.dtype == tau.dtype == m.dtype and h.shape == want_h.shape
+        # (Not close(): it compares real parts.)
+        np.testing.assert_allclose(np.asarray(h), want_h, rtol=0, atol=2e-6)
+        np.testing.assert_allclose(np.asarray(tau), want_tau, rtol=0, atol=2e-6)
+    # Rank 2, one zero column: the two pivots before the noise are SciPy's, Q R = a[:, P],
+    # and |R|'s diagonal does not increase.
+    deficient = (rng.randn(5, 2) @ rng.randn(2, 4)).astype(np.float32)
+    deficient[:, 1] = 0
+    q, r, p = L.qr(deficient, pivoting=True)
+    np.testing.assert_array_equal(np.asarray(p)[:2], sl.qr(f64(deficient), pivoting=True)[2][:2])
+    close(q @ r, deficient[:, np.asarray(p)], atol=1e-5)
+    orthonormal_columns(q)
+    d = np.abs(np.diag(f64(r)))
+    assert np.all(d[1:] <= d[:-1] + 1e-6) and d[2:].max() < 1e-5
+    # A batch (each matrix its own order), eagerly.
+    batch = rng.randn(3, 4, 3).astype(np.float32)
+    q, r, p = L.qr(batch, mode="economic", pivoting=True)
+    h, tau = jnp.linalg.qr(batch, mode="raw")
+    assert h.shape == (3, 3, 4) and tau.shape == (3, 3)
+    for i in range(3):
+        check_pivoted_qr((q[i], r[i], p[i]), f64(batch[i]), "economic", atol=2e-6)
+        want_h, want_tau = np.linalg.qr(f64(batch[i]), mode="raw")
+        close(h[i], want_h, atol=2e-6)
+        close(tau[i], want_tau, atol=2e-6)
+
+
+def test_qr_pivoting_and_raw_x64(x64):
+    rng = np.random.RandomState(10)
+    for a in (rng.randn(4, 5), rng.randn(5, 4) + 1j * rng.randn(5, 4)):
+        for mode in ("full", "economic", "r"):
+            check_pivoted_qr(L.qr(a, mode=mode, pivoting=True), a, mode, atol=1e-13)
+        h, tau = jnp.linalg.qr(a, mode="raw")
+        want_h, want_tau = np.linalg.qr(a, mode="raw")
+        assert h.dtype == tau.dtype == a.dtype
+        np.testing.assert_allclose(np.asarray(h), want_h, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(np.asarray(tau), want_tau, rtol=0, atol=1e-13)
+
+
+def test_qr_pivoting_grads(x64):
+    """As JAX: the factors' derivative is that of the QR of a[:, P] with P fixed (reduced
+    factors of a tall or square matrix, both modes of differentiation); a full Q of a tall
+    matrix and the raw mode's reflectors have none."""
+    rng = np.random.RandomState(11)
+    tall, square = rng.randn(5, 3), rng.randn(3, 3)
+
+    def f(tall, square):
+        return L.qr(tall, mode="economic", pivoting=True)[:2], L.qr(square, pivoting=True)[:2]
+
+    check_derivatives(f, (tall, square), modes=("rev", "fwd"))
+    w1, w2 = rng.randn(5, 3), rng.randn(3, 3)
+    q, r, p = L.qr(tall, mode="economic", pivoting=True)
+    grad = pyree.grad(lambda a: jnp.sum(L.qr(a, mode="economic", pivoting=True)[0] * w1)
+                      + jnp.sum(L.qr(a, mode="economic", pivoting=True)[1] * w2))(tall)
+    # The same gradient from the unpivoted QR's, of the reordered columns, put back.
+    inner = pyree.grad(lambda c: jnp.sum(jnp.linalg.qr(c)[0] * w1)
+                       + jnp.sum(jnp.linalg.qr(c)[1] * w2))(tall[:, np.asarray(p)])
+    want = np.zeros_like(tall)
+    want[:, np.asarray(p)] = f64(inner)
+    close(grad, want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="QR"):
+        pyree.grad(lambda a: jnp.sum(L.qr(a, pivoting=True)[0]))(tall)
+    with pytest.raises(NotImplementedError, match="raw"):
+        pyree.grad(lambda a: jnp.sum(jnp.linalg.qr(a, mode="raw")[0]))(tall)
+
+
 # -- derivatives -----------------------------------------------------------------------------------
 
 def check_derivatives(f, args, modes=("rev",), eps=1e-6, rtol=1e-5, atol=1e-5):
@@ -421,7 +526,9 @@ def test_errors():
     with pytest.raises(ValueError, match="UPLO"):
         jnp.linalg.eigh(np.eye(2, dtype=np.float32), UPLO="X")
     with pytest.raises(ValueError, match="mode"):
-        jnp.linalg.qr(np.eye(2, dtype=np.float32), mode="raw")
+        jnp.linalg.qr(np.eye(2, dtype=np.float32), mode="economic")
+    with pytest.raises(ValueError, match="matrix"):
+        jnp.linalg.qr(np.ones(3, np.float32), mode="raw")
     with pytest.raises(ValueError, match="matrix"):
         jnp.linalg.svd(np.ones(3, np.float32))
     with pytest.raises(ValueError, match="match"):
@@ -432,10 +539,12 @@ def test_errors():
         L.solve_triangular(np.eye(2, dtype=np.float32), np.ones(3, np.float32))
     with pytest.raises(ValueError, match="assume_a"):
         L.solve(np.eye(2, dtype=np.float32), np.ones(2, np.float32), assume_a="banded")
-    with pytest.raises(NotImplementedError, match="pivoting"):
-        L.qr(np.eye(2, dtype=np.float32), pivoting=True)
     with pytest.raises(ValueError, match="mode"):
         L.qr(np.eye(2, dtype=np.float32), mode="reduced")
+    with pytest.raises(ValueError, match="mode"):
+        L.qr(np.eye(2, dtype=np.float32), mode="raw", pivoting=True)     # (JAX: the same)
+    with pytest.raises(ValueError, match="matrix"):
+        L.qr(np.ones(3, np.float32), pivoting=True)
     with pytest.raises(ValueError, match="dimensions"):
         L.block_diag(np.ones((2, 2, 2), np.float32))
     with pytest.raises(ValueError, match="square"):

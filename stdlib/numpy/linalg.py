@@ -717,38 +717,106 @@ def _householder(a: Any) -> tuple[Any, Any]:
     return q, jnp.where(upper, r, zero)
 
 
-def _complex_reflection(j: Any, rows: Any, r: Any, q: Any) -> tuple[Any, Any]:
-    """Step j of a complex Householder QR, LAPACK's reflector (zlarfg): ``H = I - tau v v^H``
-    with v_j = 1 and ``H^H x = beta e_j``, beta real, ``-sign(re(alpha)) * norm`` (so R's
-    diagonal is real, as NumPy's); H = I when x has nothing below alpha and alpha is real.
-    H is not Hermitian (tau is complex): R takes H^H from the left, Q takes H from the
-    right. Written with elementwise sums: no complex matrix product (see ``_matmul``)."""
-    zero = jnp.zeros((), r.dtype)
-    part = _real_dtype(r.dtype)
-    x = jnp.where(rows >= j, _column(r, j), zero)
-    # Scaled by its largest entry: squares of tiny or huge columns stay representable
-    # (v and tau do not change).
+def _reflector(x: Any, j: Any, rows: Any) -> tuple[Any, Any, Any]:
+    """LAPACK's elementary reflector (dlarfg, zlarfg) for the entries of column ``x`` (..., m)
+    from row j down: ``(v, tau, beta)`` with ``H = I - tau v v^H``, v_j = 1 and v zero above
+    row j, such that ``H^H x = beta e_j`` below row j - 1. beta is real,
+    ``-sign(re(x_j)) * norm``; H = I (tau = 0, beta = x_j) when x has nothing below x_j and
+    x_j is real. For real x, tau is real and H symmetric."""
+    zero = jnp.zeros((), x.dtype)
+    part = _real_dtype(x.dtype)
+    x = jnp.where(rows >= j, x, zero)
+    # Scaled by its largest entry: squares of tiny or huge columns stay representable (v and
+    # tau do not change; beta is scaled back).
     scale = jnp.max(jnp.abs(x), axis=-1)
-    x = x / jnp.where(scale == 0, jnp.ones((), part), scale).astype(r.dtype)[..., None]
+    scale = jnp.where(scale == 0, jnp.ones((), part), scale)
+    x = x / scale.astype(x.dtype)[..., None]
     alpha = _entry(x, j)
-    re, im = jnp.real(alpha), jnp.imag(alpha)
+    re = jnp.real(alpha)
     below = jnp.where(rows > j, x, zero)
     below2 = jnp.sum(_abs2(below), axis=-1)
-    norm = jnp.sqrt(re * re + im * im + below2)
+    if _is_complex(x):
+        im = jnp.imag(alpha)
+        norm = jnp.sqrt(re * re + im * im + below2)
+        skip = (below2 == 0) & (im == 0)
+    else:
+        norm = jnp.sqrt(re * re + below2)
+        skip = below2 == 0
     beta = jnp.where(re >= 0, -norm, norm)
-    skip = (below2 == 0) & (im == 0)
-    one = jnp.ones((), part)
-    safe_beta = jnp.where(skip, one, beta)
-    tau = jnp.where(skip, jnp.zeros((), r.dtype),
-                    lax.complex((beta - re) / safe_beta, -im / safe_beta))
-    head = jnp.where(skip, jnp.ones((), r.dtype), alpha - beta.astype(r.dtype))
-    v = jnp.where(rows == j, jnp.ones((), r.dtype), below / head[..., None])
+    safe_beta = jnp.where(skip, jnp.ones((), part), beta)
+    if _is_complex(x):
+        tau = lax.complex((beta - re) / safe_beta, -im / safe_beta)
+    else:
+        tau = (beta - re) / safe_beta
+    tau = jnp.where(skip, zero, tau)
+    head = jnp.where(skip, jnp.ones((), x.dtype), alpha - beta.astype(x.dtype))
+    v = jnp.where(rows == j, jnp.ones((), x.dtype), below / head[..., None])
+    return v, tau, jnp.where(skip, re, beta) * scale
+
+
+def _complex_reflection(j: Any, rows: Any, r: Any, q: Any) -> tuple[Any, Any]:
+    """Step j of a complex Householder QR, LAPACK's reflector (``_reflector``): H is not
+    Hermitian (tau is complex): R takes H^H from the left, Q takes H from the right. Written
+    with elementwise sums: no complex matrix product (see ``_matmul``)."""
+    v, tau, _ = _reflector(_column(r, j), j, rows)
     # r <- r - conj(tau) v (v^H r);  q <- q - tau (q v) v^H
     vr = jnp.sum(jnp.conj(v)[..., :, None] * r, axis=-2)
     r = r - (jnp.conj(tau)[..., None] * v)[..., :, None] * vr[..., None, :]
     qv = jnp.sum(q * v[..., None, :], axis=-1)
     q = q - (tau[..., None] * qv)[..., :, None] * jnp.conj(v)[..., None, :]
     return r, q
+
+
+def _columns_at(x: Any, index: Any) -> Any:
+    """``x[..., :, index[..., i]]`` for each i: columns picked per matrix (a gather)."""
+    picked = jnp.broadcast_to(index[..., None, :], x.shape[:-1] + index.shape[-1:])
+    return jnp.take_along_axis(x, picked, axis=-1, mode="clip")
+
+
+def _householder_packed(a: Any, pivoting: bool) -> tuple[Any, Any, Any]:
+    """LAPACK's geqrf (geqp3 with ``pivoting``) of ``a`` (..., m, n): ``(packed, tau, order)``
+    with R in ``packed``'s upper triangle, reflector j's v below the diagonal of column j (its
+    leading 1 implied), ``tau`` (..., k), k = min(m, n), and ``a[..., :, order] = Q R``,
+    ``Q = H_0 H_1 ... H_{k-1}``, ``H_j = I - tau_j v_j v_j^H``. With pivoting, step j first
+    swaps into column j the remaining column of largest norm (over rows j and below; the
+    first of equal ones), as geqp3: its norms are recomputed each step where LAPACK
+    downdates them, so only near ties may be broken differently. Without, ``order`` is
+    0..n-1. Each step is elementwise passes over the matrix (no matrix product: see
+    ``_matmul``); reflections touch only the columns right of j."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    rows, cols, steps = _index(m), _index(n), _index(k)
+    row_ids = lax.broadcasted_iota(_INT, (m, 1), 0)
+    col_ids = lax.broadcasted_iota(_INT, (1, n), 1)
+
+    def step(j, carry):
+        r, tau, order = carry
+        if pivoting:
+            norms = jnp.sum(jnp.where(row_ids >= j, _abs2(r), jnp.zeros((), _real_dtype(
+                r.dtype))), axis=-2)
+            norms = jnp.where(cols >= j, norms, -jnp.ones((), norms.dtype))
+            p = jnp.argmax(norms, axis=-1).astype(_INT)
+            col_j, col_p = _column(r, j), _columns_at(r, p[..., None])[..., 0]
+            r = jnp.where(col_ids == j, col_p[..., :, None],
+                          jnp.where(col_ids == p[..., None, None], col_j[..., :, None], r))
+            at_j, at_p = _entry(order, j), jnp.take_along_axis(order, p[..., None], axis=-1)
+            order = jnp.where(cols == j, at_p,
+                              jnp.where(cols == p[..., None], at_j[..., None], order))
+        x = _column(r, j)
+        v, tau_j, beta = _reflector(x, j, rows)
+        # r <- H^H r on the columns right of j; column j becomes beta over v.
+        vr = jnp.sum(jnp.conj(v)[..., :, None] * r, axis=-2)
+        reflected = r - (jnp.conj(tau_j)[..., None] * v)[..., :, None] * vr[..., None, :]
+        packed_j = jnp.where(rows == j, beta.astype(r.dtype)[..., None],
+                             jnp.where(rows > j, v, x))
+        r = jnp.where(col_ids > j, reflected,
+                      jnp.where(col_ids == j, packed_j[..., :, None], r))
+        tau = jnp.where(steps == j, tau_j[..., None], tau)
+        return r, tau, order
+
+    tau = jnp.zeros(a.shape[:-2] + (k,), a.dtype)
+    order = lax.broadcast_in_dim(cols, a.shape[:-2] + (n,), (a.ndim - 2,))
+    return _loop(k, step, (a, tau, order))
 
 
 def _qr_body(a: Any, complete: bool) -> tuple[Any, Any]:
@@ -795,6 +863,41 @@ def _qr_entry(a: Any, complete: bool) -> tuple[Any, Any]:
 _qr_jit = jit(_qr_entry, static_argnums=(1,))
 
 
+def _qr_raw_body(a: Any) -> tuple[Any, Any]:
+    packed, tau, _ = _householder_packed(a, pivoting=False)
+    # NumPy returns LAPACK's column-major array as it lies in memory: transposed.
+    return _swap(packed), tau
+
+
+_qr_raw = custom_jvp(_qr_raw_body)
+
+
+@_qr_raw.defjvp
+def _qr_raw_jvp(primals, tangents):
+    raise NotImplementedError(f"the derivative of the QR decomposition with mode='raw' (the "
+                              f"Householder reflectors) is not implemented (as in JAX, whose "
+                              f"geqrf has no differentiation rule){where(None)}")
+
+
+def _qr_raw_entry(a: Any) -> tuple[Any, Any]:
+    return _qr_raw(a)
+
+
+_qr_raw_jit = jit(_qr_raw_entry)
+
+
+def _qr_pivoted_entry(a: Any, complete: bool) -> tuple[Any, Any, Any]:
+    # The column order is geqp3's; the factors are then the QR of the reordered columns, with
+    # the order held fixed, as JAX differentiates it (the same Householder steps a pivoted
+    # factorization takes, so the same factors up to rounding).
+    _, _, order = _householder_packed(lax.stop_gradient(a), pivoting=True)
+    q, r = _qr(_columns_at(a, order), complete)
+    return q, r, order
+
+
+_qr_pivoted_jit = jit(_qr_pivoted_entry, static_argnums=(1,))
+
+
 class QRResult(NamedTuple):
     """``(Q, R)`` of a QR decomposition."""
     Q: Any
@@ -817,16 +920,24 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     gives Q (..., m, m), R (..., m, n); ``'r'`` gives R alone (reduced). R's diagonal has
     LAPACK's signs (for complex a: LAPACK's reflectors, Q unitary and R's diagonal real), so
     the factors equal NumPy's. Differentiable for m >= n (reduced factors), as in JAX.
+    ``mode='raw'`` gives ``(h, tau)`` as NumPy and JAX: LAPACK's geqrf output transposed,
+    h (..., n, m) with R in its lower triangle (``h.T``'s upper) and the reflectors' vectors
+    ``v_j`` (leading 1 implied) below ``h.T``'s diagonal, ``Q = prod_j (I - tau_j v_j v_j^H)``,
+    tau (..., k); not differentiable (as in JAX).
 
     Example::
 
         q, r = jnp.linalg.qr(jnp.array([[3.0, 1.0], [4.0, 2.0]]))
         # q @ r == a, q orthogonal, r = [[-5., -2.2], [0., 0.4]]
+        h, tau = jnp.linalg.qr(jnp.array([[3.0, 1.0], [4.0, 2.0]]), mode="raw")
+        # h = [[-5., 0.5], [-2.2, 0.4]], tau = [1.6, 0.]
     """
-    if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"jnp.linalg.qr: unsupported mode {mode!r} (use 'reduced', 'complete' "
-                         f"or 'r'){where(None)}")
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"jnp.linalg.qr: unsupported mode {mode!r} (use 'reduced', 'complete', "
+                         f"'r' or 'raw'){where(None)}")
     a = _matrices("qr", a)
+    if mode == "raw":
+        return QRResult(*_qr_raw_jit(a))
     q, r = _qr_jit(a, mode == "complete")
     return r if mode == "r" else QRResult(q, r)
 

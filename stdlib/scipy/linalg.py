@@ -341,20 +341,24 @@ def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
        pivoting: bool = False, check_finite: bool = True) -> tuple:
     """QR decomposition by Householder reflections, with SciPy's modes: 'full' gives Q (m, m)
     and R (m, n); 'economic' Q (m, k) and R (k, n), k = min(m, n); 'r' the tuple ``(R,)``
-    with R (m, n). Real or complex (Q unitary, R's diagonal real, as LAPACK's). Column
-    pivoting is not supported.
+    with R (m, n). Real or complex (Q unitary, R's diagonal real, as LAPACK's).
+    ``pivoting=True`` adds P, LAPACK's (geqp3) column order (int32, (..., n)), with
+    ``a[..., :, P] = Q @ R`` and R's diagonal non-increasing in magnitude: ``(Q, R, P)``, or
+    ``(R, P)`` for mode 'r'. Differentiable as JAX's: for m >= n and mode 'economic' (or
+    square a), P held fixed.
 
     Example::
 
         q, r = linalg.qr(jnp.array([[3.0, 1.0], [4.0, 2.0]]))
+        q, r, p = linalg.qr(jnp.array([[1.0, 3.0], [0.0, 4.0]]), pivoting=True)   # p = [1, 0]
     """
-    if pivoting:
-        raise NotImplementedError(f"scipy.linalg.qr: pivoting=True is not supported"
-                                  f"{where(None)}")
     if mode not in ("full", "economic", "r"):
         raise ValueError(f"scipy.linalg.qr: unsupported mode {mode!r} (use 'full', "
                          f"'economic' or 'r'){where(None)}")
     a = _la._matrices("qr", a)
+    if pivoting:
+        q, r, p = _la._qr_pivoted_jit(a, mode != "economic")
+        return (r, p) if mode == "r" else (q, r, p)
     q, r = _la._qr_jit(a, mode != "economic")
     return (r,) if mode == "r" else (q, r)
 
