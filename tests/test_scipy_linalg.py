@@ -404,6 +404,42 @@ def test_qr_pivoting_grads(x64):
         pyree.grad(lambda a: jnp.sum(jnp.linalg.qr(a, mode="raw")[0]))(tall)
 
 
+# -- matrix_rank -----------------------------------------------------------------------------------
+
+def test_matrix_rank_as_jax(x64):
+    """JAX's matrix_rank: the default threshold relative to the largest singular value (as
+    NumPy), a given rtol (or tol, its alias) compared as it is (NumPy's rtol is relative:
+    rtol=0.5 gives 1 for diag(10, 1, 0.05), JAX 2), ``hermitian=True`` from the eigenvalues'
+    magnitudes (as NumPy's), the rank int64 under x64 (a vector's int32), eagerly and in
+    jit."""
+    rng = np.random.RandomState(12)
+    diag = np.diag([10.0, 1.0, 0.05])
+    q = np.linalg.qr(rng.randn(4, 4))[0]
+    indefinite = q @ np.diag([3.0, -2.0, 0.0, 0.0]) @ q.T     # rank 2
+    full = q @ np.diag([3.0, -2.0, 1e-3, -1e-2]) @ q.T
+    wide = rng.randn(2, 3) @ rng.randn(3, 5)                  # rank 2, 2 x 5
+
+    def ranks(diag, indefinite, full, wide):
+        rank = jnp.linalg.matrix_rank
+        return (rank(diag), rank(diag, 0.5), rank(diag, tol=0.5), rank(diag, rtol=0.02),
+                rank(indefinite, hermitian=True), rank(full, hermitian=True), rank(wide),
+                rank(jnp.ones((2, 3, 3)), rtol=jnp.array([0.1, 10.0])),
+                rank(jnp.zeros(3)), rank(jnp.ones(3)))
+
+    want = (3, 2, 2, 3, 2, 4, 2, [1, 0], 0, 1)
+    assert np.linalg.matrix_rank(indefinite, hermitian=True) == 2
+    assert np.linalg.matrix_rank(full, hermitian=True) == 4
+    for got in (ranks(diag, indefinite, full, wide),
+                pyree.jit(ranks)(diag, indefinite, full, wide)):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), w)
+        assert [g.dtype for g in got] == [np.int64] * 8 + [np.int32] * 2
+    with pytest.raises(ValueError, match="only one of tol or rtol"):
+        jnp.linalg.matrix_rank(diag, rtol=0.1, tol=0.1)
+    with pytest.raises(ValueError, match="square"):
+        jnp.linalg.matrix_rank(wide, hermitian=True)
+
+
 # -- derivatives -----------------------------------------------------------------------------------
 
 def check_derivatives(f, args, modes=("rev",), eps=1e-6, rtol=1e-5, atol=1e-5):

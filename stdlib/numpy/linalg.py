@@ -1456,27 +1456,35 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
     return _pinv_jit(a, rtol, bool(hermitian))
 
 
-def matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:
-    """The number of singular values of ``M`` (..., m, n) above ``rtol`` times the largest
-    (default ``max(m, n) * eps``), as int32; ``tol`` is an absolute threshold instead. A vector
-    has rank 1 unless it is all zero.
+def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any = None) -> Any:
+    """The rank of ``M`` (..., m, n): the number of its singular values above a threshold
+    (``hermitian=True``: of its eigenvalues' magnitudes, from ``eigh`` of the symmetrized
+    input). The default threshold is ``max(m, n) * eps`` times the largest singular value. As
+    in JAX (unlike NumPy, where rtol is relative), a given ``rtol`` (an array of shape (...)
+    or a scalar) is compared with the singular values as it is; ``tol`` is its older name,
+    and only one of them may be given. The rank has the default integer dtype (int64 under
+    x64, as JAX); a vector's is 1 unless it is all zero (int32).
 
     Example::
 
-        jnp.linalg.matrix_rank(jnp.array([[1.0, 2.0], [2.0, 4.0]]))   # 1
+        jnp.linalg.matrix_rank(jnp.array([[1.0, 2.0], [2.0, 4.0]]))              # 1
+        jnp.linalg.matrix_rank(jnp.array([[2.0, 0.0], [0.0, -1e-9]]), hermitian=True)   # 1
     """
     check_arraylike("jnp.linalg.matrix_rank", M)
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError(f"jnp.linalg.matrix_rank: only one of tol or rtol may be "
+                             f"specified{where(None)}")
+        rtol = tol
     (M,) = promote_dtypes_inexact(jnp.asarray(M))
     if get_aval(M).ndim < 2:
         return jnp.any(M != 0).astype(_INT)
-    s = svd(M, compute_uv=False)
-    if tol is None:
-        if rtol is None:
-            rtol = _default_rtol(M)
-        tol = jnp.asarray(rtol, s.dtype)[..., None] * s[..., :1]
+    s = svd(M, compute_uv=False, hermitian=hermitian)
+    if rtol is None:
+        threshold = jnp.max(s, axis=-1, keepdims=True) * jnp.asarray(_default_rtol(M), s.dtype)
     else:
-        tol = jnp.asarray(tol, s.dtype)[..., None]
-    return jnp.sum(s > tol, axis=-1).astype(_INT)
+        threshold = jnp.asarray(rtol, s.dtype)[..., None]
+    return jnp.sum(s > threshold, axis=-1)
 
 
 def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tuple:
