@@ -35,9 +35,7 @@ def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
     """
     jnp, la, _ = _modules()
     x = la._square_matrices("cholesky", x, "lax.linalg")
-    if not symmetrize_input:
-        x = la._symmetric_input(x, True, False)   # the lower triangle, mirrored
-    return jnp.linalg.cholesky(x)
+    return jnp.linalg.cholesky(x, symmetrize_input=bool(symmetrize_input))
 
 
 def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = False,

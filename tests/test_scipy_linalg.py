@@ -254,11 +254,12 @@ def test_scipy_linalg_against_scipy():
     for trans, got in zip((0, 1), out["lu_solve"]):
         close(got, sl.lu_solve(sl.lu_factor(a), b, trans=trans), **tol)
     close(out["lu_solve_vec"], np.linalg.solve(a, b[:, 0]), **tol)
-    w, v = out["eigh"]               # the lower triangle, as SciPy
-    want_w, want_v = sl.eigh(a)
+    w, v = out["eigh"]               # a symmetrized, as JAX (SciPy reads one triangle)
+    a_sym = (f64(a) + f64(a).T) / 2
+    want_w, want_v = sl.eigh(a_sym)
     close(w, want_w, **tol)
     same_columns_up_to_sign(v, want_v, atol=1e-3)
-    close(out["eigh_upper"], sl.eigh(a, lower=False, eigvals_only=True), **tol)
+    close(out["eigh_upper"], sl.eigh(a_sym, eigvals_only=True), **tol)
     w, v = out["eigh_general"]       # a x = w c x, x^T c x = I
     want_w, want_v = sl.eigh(a, c)
     close(w, want_w, **tol)
@@ -275,7 +276,7 @@ def test_scipy_linalg_against_scipy():
     # Eagerly too (each call its own compiled program).
     close(L.cho_solve(L.cho_factor(c), b), sl.cho_solve(sl.cho_factor(c), b), **tol)
     close(L.lu_solve(L.lu_factor(a), b), sl.solve(a, b), **tol)
-    close(L.eigh(a, eigvals_only=True), sl.eigh(a, eigvals_only=True), **tol)
+    close(L.eigh(a, eigvals_only=True), sl.eigh(a_sym, eigvals_only=True), **tol)
     # NumPy's residuals: empty where the rank is deficient (this needs a concrete rank).
     x, resid, rank, sv = jnp.linalg.lstsq(a[:, :2] @ a[:2, :], b, numpy_resid=True)
     assert x.shape == (4, 2) and resid.shape == (0,) and int(rank) == 2 and sv.shape == (4,)
@@ -438,6 +439,132 @@ def test_matrix_rank_as_jax(x64):
         jnp.linalg.matrix_rank(diag, rtol=0.1, tol=0.1)
     with pytest.raises(ValueError, match="square"):
         jnp.linalg.matrix_rank(wide, hermitian=True)
+
+
+# -- gradients of non-symmetric inputs ---------------------------------------------------------------
+
+def _cholesky_jvp(low, da):
+    """JAX's rule: dL = L Phi(L^-1 dA L^-H), Phi the lower triangle with half the diagonal."""
+    low_inv = np.linalg.inv(low)
+    x = low_inv @ da @ low_inv.conj().T
+    return low @ (np.tril(x, -1) + np.diag(np.diag(x)) / 2)
+
+
+def _eigh_jvp(w, v, da):
+    """JAX's rule: dw = Re diag(V^H dA V), dV = V (F o V^H dA V), F_ij = 1 / (w_j - w_i)."""
+    inner = v.conj().T @ da @ v
+    gaps = w[None, :] - w[:, None]
+    f = np.where(np.eye(len(w)) > 0, 0.0, 1 / np.where(np.eye(len(w)) > 0, 1.0, gaps))
+    return np.real(np.diag(inner)), v @ (f * inner)
+
+
+def _gradient_of(linear, n):
+    """The gradient of a real linear function of an n x n real matrix, entry by entry."""
+    grad = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            e = np.zeros((n, n))
+            e[i, j] = 1.0
+            grad[i, j] = linear(e)
+    return grad
+
+
+def test_cholesky_eigh_grads_of_non_symmetric_input(x64):
+    """Gradients at a non-symmetric input are JAX's (each checked against jax.grad with JAX
+    0.10.2, to 1e-7 in float32): symmetrized inputs (jnp.linalg.cholesky and eigh by default,
+    scipy.linalg.eigh always, as JAX) give the derivative of the symmetrized function (a
+    symmetric gradient); a triangle read as is (symmetrize_input=False, scipy.linalg.cholesky)
+    gives the rule's derivative with the whole tangent dA, not the mirrored triangle's (which
+    put twice the cotangent on one triangle and none on the other). Values against NumPy and
+    SciPy; the references apply JAX's JVP rules to each entry of dA."""
+    rng = np.random.RandomState(13)
+    n = 3
+    m = rng.randn(n, n)
+    spd_a = m @ m.T + n * np.eye(n)
+    a = spd_a + 0.3 * np.triu(rng.randn(n, n), 1)     # the upper triangle perturbed
+    sym = (a + a.T) / 2
+    w1, w2 = rng.randn(n, n), rng.randn(n, n)
+
+    def chol_loss(chol):
+        return lambda a: jnp.sum(chol(a) * w1)
+
+    def eigh_loss(eigh):
+        def loss(a):
+            w, v = eigh(a)[:2]
+            return jnp.sum(w * w1[0]) + jnp.sum(v * v * w2)    # (signs of v do not matter)
+        return loss
+
+    def chol_reference(matrix, symmetrize, upper=False):
+        low = np.linalg.cholesky(matrix)
+        d = (lambda e: (e + e.T) / 2) if symmetrize else (lambda e: e)
+        if upper:     # U = L^H with L from a^H's lower triangle: the tangent is dA^H
+            return _gradient_of(lambda e: np.sum(_cholesky_jvp(low, d(e).T).T * w1), n)
+        return _gradient_of(lambda e: np.sum(_cholesky_jvp(low, d(e)) * w1), n)
+
+    def eigh_reference(matrix, symmetrize):
+        w, v = np.linalg.eigh(matrix)
+        d = (lambda e: (e + e.T) / 2) if symmetrize else (lambda e: e)
+
+        def linear(e):
+            dw, dv = _eigh_jvp(w, v, d(e))
+            return np.sum(dw * w1[0]) + np.sum(2 * v * dv * w2)
+        return _gradient_of(linear, n)
+
+    lower_mirrored = np.tril(a) + np.tril(a, -1).T           # = spd_a
+    upper_mirrored = np.triu(a) + np.triu(a, 1).T
+    cases = [   # (function, its value, the gradient JAX gives)
+        (chol_loss(jnp.linalg.cholesky), np.linalg.cholesky(sym), chol_reference(sym, True)),
+        (chol_loss(lambda a: jnp.linalg.cholesky(a, symmetrize_input=False)),
+         np.linalg.cholesky(lower_mirrored), chol_reference(lower_mirrored, False)),
+        (chol_loss(lambda a: jnp.linalg.cholesky(a, upper=True, symmetrize_input=False)),
+         np.linalg.cholesky(lower_mirrored).T,
+         _gradient_of(lambda e: np.sum(_cholesky_jvp(np.linalg.cholesky(lower_mirrored),
+                                                      e).T * w1), n)),
+        (chol_loss(L.cholesky), sl.cholesky(a), chol_reference(upper_mirrored, False, True)),
+        (chol_loss(lambda a: L.cholesky(a, lower=True)), sl.cholesky(a, lower=True),
+         chol_reference(lower_mirrored, False)),
+        (eigh_loss(jnp.linalg.eigh), np.linalg.eigvalsh(sym), eigh_reference(sym, True)),
+        (eigh_loss(L.eigh), np.linalg.eigvalsh(sym), eigh_reference(sym, True)),
+        (eigh_loss(lambda a: L.eigh(a, lower=False)), np.linalg.eigvalsh(sym),
+         eigh_reference(sym, True)),
+    ]
+    for k, (loss, value, grad) in enumerate(cases):
+        fn = pyree.grad(loss)
+        got = fn(a) if k % 2 else pyree.jit(fn)(a)            # eagerly and in jit
+        close(got, grad, rtol=1e-10, atol=1e-10)
+    values = pyree.jit(lambda a: (jnp.linalg.cholesky(a), jnp.linalg.cholesky(
+        a, symmetrize_input=False), jnp.linalg.cholesky(a, upper=True, symmetrize_input=False),
+        L.cholesky(a), L.cholesky(a, lower=True), jnp.linalg.eigh(a)[0], L.eigh(a)[0],
+        L.eigh(a, lower=False)[0]))(a)
+    for got, (_, want, _) in zip(values, cases):
+        close(got, want, rtol=1e-12, atol=1e-12)
+    # symmetrize_input=False in eigh: the tangent whole too (at a symmetric input: JAX's rule
+    # evaluates eigh of the symmetrized input there, whatever the triangle read).
+    for uplo in ("L", "U"):
+        got = pyree.grad(eigh_loss(lambda a: jnp.linalg.eigh(a, uplo, symmetrize_input=False))
+                         )(spd_a)
+        close(got, eigh_reference(spd_a, False), rtol=1e-10, atol=1e-10)
+    # The whole tangent, checked against JAX's rule in complex128 too: a real loss of the
+    # lower factor of a non-Hermitian matrix's lower triangle.
+    c = rng.randn(n, n) + 1j * rng.randn(n, n)
+    hpd = c @ c.conj().T + n * np.eye(n)
+    c_in = hpd + 0.3 * np.triu(rng.randn(n, n) + 1j * rng.randn(n, n), 1)
+    wc = rng.randn(n, n) + 1j * rng.randn(n, n)
+    got = pyree.grad(lambda a: jnp.sum(jnp.real(L.cholesky(a, lower=True) * wc)))(c_in)
+    low = np.linalg.cholesky(hpd)
+
+    def complex_gradient(e_real, e_imag):   # JAX's convention: df/dx - i df/dy
+        dx = np.sum(np.real(_cholesky_jvp(low, e_real) * wc))
+        dy = np.sum(np.real(_cholesky_jvp(low, 1j * e_imag) * wc))
+        return dx - 1j * dy
+
+    want = np.zeros((n, n), complex)
+    for i in range(n):
+        for j in range(n):
+            e = np.zeros((n, n))
+            e[i, j] = 1.0
+            want[i, j] = complex_gradient(e, e)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
 
 
 # -- derivatives -----------------------------------------------------------------------------------

@@ -585,27 +585,31 @@ def _cholesky_jvp(primals, tangents):
     return low, _matmul(low, _lower_half(inner))
 
 
-def _cholesky_entry(a: Any) -> Any:
-    # Only the symmetric (Hermitian) part counts, as in JAX (whose derivative is then
-    # symmetric too).
-    return _cholesky((a + _ct(a)) * 0.5)
+def _cholesky_entry(a: Any, symmetrize: bool) -> Any:
+    # Symmetrized: only the Hermitian part counts, as in JAX (whose derivative is then
+    # Hermitian too). Otherwise the lower triangle is read, as LAPACK's potrf reads it.
+    return _cholesky(_hermitian_input(a, True, symmetrize))
 
 
-_cholesky_jit = jit(_cholesky_entry)
+_cholesky_jit = jit(_cholesky_entry, static_argnums=(1,))
 
 
-def cholesky(a: Any, *, upper: bool = False) -> Any:
+def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> Any:
     """The Cholesky factor ``L`` (lower triangular, ``a = L @ L^H``) of a symmetric (complex:
     Hermitian) positive definite matrix, or of each matrix of a stack; ``upper=True`` gives
     ``L^H`` (``^H``: the conjugate transpose, the transpose of a real matrix). As in JAX the
-    input is symmetrized (``(a + a^H) / 2``), and a matrix that is not positive definite
-    gives a matrix of NaNs.
+    input is symmetrized (``(a + a^H) / 2``) unless ``symmetrize_input=False``, when only its
+    lower triangle is read (and, as in JAX, the derivative takes the whole tangent: the
+    gradient of a non-symmetric input is JAX's). A matrix that is not positive definite gives
+    a matrix of NaNs.
 
     Example::
 
         jnp.linalg.cholesky(jnp.array([[4.0, 2.0], [2.0, 5.0]]))   # [[2., 0.], [1., 2.]]
+        jnp.linalg.cholesky(jnp.array([[4.0, 9.0], [2.0, 5.0]]), symmetrize_input=False)
+        # [[2., 0.], [1., 2.]]: the 9 is not read
     """
-    low = _cholesky_jit(_square_matrices("cholesky", a))
+    low = _cholesky_jit(_square_matrices("cholesky", a), bool(symmetrize_input))
     return _ct(low) if upper else low
 
 
@@ -1118,12 +1122,36 @@ def _symmetric_input(a: Any, lower: bool, symmetrize: bool, hermitian: bool = Tr
     return tri + mirror(jnp.where(_triangle(n, lower, strict=True), a, zero))
 
 
+def _one_triangle(a: Any, lower: bool) -> Any:
+    return _symmetric_input(a, lower, False)
+
+
+# The Hermitian matrix of one triangle, whose tangent is the input's tangent whole: LAPACK
+# reads one triangle for the value, and JAX's derivative rules (cholesky, eigh) take the whole
+# tangent as it comes, so a non-symmetric input gets JAX's gradient (the mirroring's own
+# derivative would put twice the cotangent on one triangle and none on the other).
+_triangle_input = custom_jvp(_one_triangle, nondiff_argnums=(1,))
+
+
+@_triangle_input.defjvp
+def _triangle_input_jvp(lower, primals, tangents):
+    (a,), (da,) = primals, tangents
+    return _triangle_input(a, lower), da
+
+
+def _hermitian_input(a: Any, lower: bool, symmetrize: bool) -> Any:
+    """The Hermitian matrix a factorization works on, as JAX's: ``(a + a^H) / 2`` when
+    ``symmetrize``, else the ``lower`` (or upper) triangle mirrored, the tangent taken whole
+    (``_triangle_input``)."""
+    return (a + _ct(a)) * 0.5 if symmetrize else _triangle_input(a, lower)
+
+
 def _eigh_entry(a: Any, lower: bool, symmetrize: bool) -> Any:
-    return _eigh(_symmetric_input(a, lower, symmetrize))
+    return _eigh(_hermitian_input(a, lower, symmetrize))
 
 
 def _eigvalsh_entry(a: Any, lower: bool, symmetrize: bool) -> Any:
-    return _eigvalsh(_symmetric_input(a, lower, symmetrize))
+    return _eigvalsh(_hermitian_input(a, lower, symmetrize))
 
 
 _eigh_jit = jit(_eigh_entry, static_argnums=(1, 2))
@@ -1149,8 +1177,9 @@ def eigh(a: Any, UPLO: Optional[str] = None, symmetrize_input: bool = True) -> E
     Hermitian) matrix or a stack of them, by parallel cyclic Jacobi rotations (complex ones
     for a Hermitian matrix): ``a = V @ diag(w) @ V^H``, w real. As in JAX the input is
     symmetrized (``(a + a^H) / 2``); with ``symmetrize_input=False`` only the triangle
-    ``UPLO`` ('L', the default, or 'U') is read. Differentiable (eigenvectors for distinct
-    eigenvalues); eigenvectors' signs (phases) are arbitrary, as in LAPACK.
+    ``UPLO`` ('L', the default, or 'U') is read, and the derivative takes the whole tangent,
+    as JAX's. Differentiable (eigenvectors for distinct eigenvalues); eigenvectors' signs
+    (phases) are arbitrary, as in LAPACK.
 
     Example::
 

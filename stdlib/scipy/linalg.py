@@ -4,7 +4,8 @@ block_diag. The factorizations are ``pyree.numpy.linalg``'s (batched over leadin
 with custom derivative rules, real or complex); this module gives them SciPy's signatures and
 conventions (upper Cholesky factors by default, one triangle read, LAPACK pivot indices, and
 for complex matrices LAPACK's: Hermitian ``a = U^H @ U``, ``trans=2`` for the conjugate
-transpose, pivots by ``|re| + |im|``)::
+transpose, pivots by ``|re| + |im|``). Where JAX departs from SciPy, JAX's: ``eigh``
+symmetrizes its input rather than reading one triangle::
 
     from pyree.scipy import linalg
     c = linalg.cho_factor(a)
@@ -67,8 +68,10 @@ def _unvector(x: Any, vector: bool) -> Any:
 # -- Cholesky --------------------------------------------------------------------------------------
 
 def _cholesky_entry(a: Any, lower: bool) -> Any:
-    # One triangle is read (the other mirrored onto it, conjugated), as in SciPy and JAX.
-    low = _la._cholesky(_la._symmetric_input(a, lower, False))
+    # One triangle is read (the other mirrored onto it, conjugated), as in SciPy and JAX; as
+    # JAX, the upper factor is the conjugate transpose of a^H's lower one, and the derivative
+    # takes the whole tangent (a^H's: see _la._triangle_input).
+    low = _la._cholesky(_la._hermitian_input(a if lower else _la._ct(a), True, False))
     return low if lower else _la._ct(low)
 
 
@@ -376,8 +379,8 @@ def _generalized_eigh(a: Any, b: Any, lower: bool) -> tuple[Any, Any]:
 
 
 def _eigh_entry(a: Any, b: Any, lower: bool) -> tuple[Any, Any]:
-    if b is None:
-        return _la._eigh(_la._symmetric_input(a, lower, False))
+    if b is None:   # symmetrized, as JAX's (lower is then moot)
+        return _la._eigh(_la._hermitian_input(a, lower, True))
     return _generalized_eigh(a, b, lower)
 
 
@@ -388,10 +391,12 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
          overwrite_a: bool = False, overwrite_b: bool = False, turbo: bool = True,
          eigvals: Any = None, type: int = 1, check_finite: bool = True) -> Any:
     """Eigenvalues (ascending, real) and eigenvectors (columns) of a symmetric (complex:
-    Hermitian) matrix or stack, reading only its ``lower`` (default) or upper triangle, by
-    Jacobi rotations (see ``jnp.linalg.eigh``). With ``b`` (positive definite) it solves
-    ``a x = w b x`` (type 1), eigenvectors normalized to ``x^H @ b @ x = I``.
-    ``eigvals_only=True`` gives w alone.
+    Hermitian) matrix or stack, by Jacobi rotations (see ``jnp.linalg.eigh``). As JAX's
+    (unlike SciPy, which reads one triangle) the input is symmetrized, ``(a + a^H) / 2``, and
+    ``lower`` does not matter; gradients of non-symmetric inputs are JAX's. With ``b``
+    (positive definite; JAX has no such case) it solves ``a x = w b x`` (type 1) from the
+    ``lower`` (default) or upper triangles of a and b, eigenvectors normalized to
+    ``x^H @ b @ x = I``. ``eigvals_only=True`` gives w alone.
 
     Example::
 
@@ -405,7 +410,7 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
                                   f"supported, got type={type}{where(None)}")
     a = _square("eigh", a)
     if b is None and eigvals_only:
-        return _la._eigvalsh_jit(a, bool(lower), False)
+        return _la._eigvalsh_jit(a, bool(lower), True)
     if b is not None:
         b = _square("eigh", b)
         a, b = promote_dtypes_inexact(a, b)
