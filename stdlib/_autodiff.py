@@ -14,9 +14,10 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 import pyree.numpy  # noqa: F401 (installs the array operators traced functions use)
-from pyree import tree_util
+from pyree import dtypes, tree_util
 from pyree.transpiler import ad, ad_rules, control_flow_ad, custom_derivatives  # noqa: F401
 from pyree.transpiler.ir import ClosedIR, ShapedArray
+from pyree.transpiler.jit import float0_in_structure
 from pyree.transpiler.source import where
 from pyree.transpiler.trace import TypedScalar, get_aval, trace_to_ir
 
@@ -81,7 +82,8 @@ def _trace(fun: Callable, flat_args: Sequence[Any], in_tree, has_aux: bool = Fal
             traced = [isinstance(leaf, Tracer) for leaf in aux_leaves]
             box["aux"] = _Aux(aux_tree, aux_leaves, traced)
             aux_outs = [leaf for leaf, t in zip(aux_leaves, traced) if t]
-        leaves, box["tree"] = tree_util.tree_flatten(out)
+        # (float0 results, integer values' cotangents, are part of the structure: no data.)
+        leaves, box["tree"] = tree_util.tree_flatten(float0_in_structure(out))
         return leaves + aux_outs
 
     avals = [get_aval(x) for x in flat_args]
@@ -98,6 +100,42 @@ def _flatten_args(args: Any, what: str) -> tuple[list, Any]:
             raise TypeError(f"{what} must be arrays, scalars or pytrees of them; got a "
                             f"{type(leaf).__name__}{where(None)}") from None
     return leaves, tree
+
+
+def _flatten_tangents(tangents: Any, what: str) -> tuple[list, Any]:
+    """``_flatten_args`` for tangents, whose leaves may also be float0 arrays (JAX's tangents
+    of integer and boolean values)."""
+    leaves, tree = tree_util.tree_flatten(tangents)
+    _flatten_args([leaf for leaf in leaves if not dtypes._is_float0(leaf)], what)
+    return leaves, tree
+
+
+def _check_tangent(primal: Any, tangent: Any) -> None:
+    """A tangent's shape is its primal's; its dtype too for a float primal, and float0 (or,
+    more leniently than JAX, any number dtype) for an integer or boolean one."""
+    pa = get_aval(primal)
+    if dtypes._is_float0(tangent):
+        if tangent.shape != pa.shape:
+            raise ValueError(f"jvp called with different primal and tangent shapes: "
+                             f"{pa.str_short()} and float0{list(tangent.shape)}{where(None)}")
+        if ad.is_differentiable(pa):
+            raise TypeError(f"a float0 tangent was given for a primal of dtype "
+                            f"{pa.dtype.name}: float0 is the tangent of integer and boolean "
+                            f"values only{where(None)}")
+        return
+    ta = get_aval(tangent)
+    if pa.shape != ta.shape:
+        raise ValueError(f"jvp called with different primal and tangent shapes: "
+                         f"{pa.str_short()} and {ta.str_short()}{where(None)}")
+    if ad.is_differentiable(pa) and pa.dtype != ta.dtype:
+        raise TypeError(f"primal and tangent arguments to jvp do not match; dtypes must be "
+                        f"equal: {pa.dtype.name} and {ta.dtype.name}{where(None)}")
+
+
+def _output_tangents(outs: Sequence[Any], touts: Sequence[Any]) -> list:
+    """The tangents of ``outs``: integer and boolean outputs get JAX's float0 zeros."""
+    return [ad.instantiate(t) if ad.is_differentiable(get_aval(o)) or not isinstance(t, ad.Zero)
+            else dtypes._float0_zeros(get_aval(o).shape) for o, t in zip(outs, touts)]
 
 
 def _check_float_inputs(leaves: Sequence[Any], name: str, allow_int: bool) -> None:
@@ -124,6 +162,9 @@ def _zeros_for(leaf: Any) -> Any:
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
         has_aux: bool = False) -> Any:
     """Evaluate ``fun`` and its directional derivative: ``(fun(*primals), J @ tangents)``.
+    As in JAX, an integer or boolean primal's tangent is float0 zeros
+    (``np.zeros(shape, pyree.dtypes.float0)``; zeros of a number dtype are taken too), and
+    integer and boolean outputs' tangents are float0 zeros.
 
     Example::
 
@@ -132,28 +173,20 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp's primals and tangents must be tuples (or lists) of arguments")
     p_leaves, p_tree = _flatten_args(tuple(primals), "jvp primals")
-    t_leaves, t_tree = _flatten_args(tuple(tangents), "jvp tangents")
+    t_leaves, t_tree = _flatten_tangents(tuple(tangents), "jvp tangents")
     if p_tree != t_tree:
         raise TypeError(f"primal and tangent arguments to jvp must have the same tree structure;"
                         f" primals have {p_tree}, tangents have {t_tree}{where(None)}")
     for p, t in zip(p_leaves, t_leaves):
-        pa, ta = get_aval(p), get_aval(t)
-        if pa.shape != ta.shape:
-            raise ValueError(f"jvp called with different primal and tangent shapes: "
-                             f"{pa.str_short()} and {ta.str_short()}{where(None)}")
-        if ad.is_differentiable(pa) and pa.dtype != ta.dtype:
-            raise TypeError(f"primal and tangent arguments to jvp do not match; dtypes must be "
-                            f"equal: {pa.dtype.name} and {ta.dtype.name}{where(None)}")
+        _check_tangent(p, t)
     closed, out_tree, aux = _trace(fun, p_leaves, p_tree, has_aux)
     ts = [t if ad.is_differentiable(get_aval(p)) else ad.Zero(get_aval(p))
           for p, t in zip(p_leaves, t_leaves)]
     outs, touts = ad.jvp_eval(closed, p_leaves, ts)
     n_out = out_tree.num_leaves
     aux_values, outs, touts = outs[n_out:], outs[:n_out], touts[:n_out]
-    touts = [ad.instantiate(t) if ad.is_differentiable(get_aval(o)) or not isinstance(t, ad.Zero)
-             else _zeros_for(o) for o, t in zip(outs, touts)]
     result = (tree_util.tree_unflatten(out_tree, _materialize(outs)),
-              tree_util.tree_unflatten(out_tree, touts))
+              tree_util.tree_unflatten(out_tree, _output_tangents(outs, touts)))
     return result + (aux.rebuild(aux_values),) if has_aux else result
 
 
@@ -179,12 +212,15 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
     outs = _materialize([ad.read_env(env, a) for a in lin.primal_out])
 
     def f_jvp(*tangents: Any) -> Any:
-        t_leaves, t_tree = _flatten_args(tangents, "linearized function's tangents")
+        t_leaves, t_tree = _flatten_tangents(tangents, "linearized function's tangents")
         if t_tree != p_tree:
             raise TypeError(f"expected tangents with structure {p_tree}, got {t_tree}")
+        for p, t in zip(p_leaves, t_leaves):
+            _check_tangent(p, t)
         ts = [t for t, nz in zip(t_leaves, nonzero) if nz]
         touts = iter(ad.linear_eval(lin, env, ts))
-        full = [next(touts) if ad.is_differentiable(get_aval(o)) else _zeros_for(o) for o in outs]
+        full = [next(touts) if ad.is_differentiable(get_aval(o))
+                else dtypes._float0_zeros(get_aval(o).shape) for o in outs]
         return tree_util.tree_unflatten(out_tree, full)
 
     return tree_util.tree_unflatten(out_tree, outs), f_jvp
@@ -193,13 +229,23 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
 # -- reverse mode ------------------------------------------------------------------------------------
 
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
-    """``fun(*primals)`` and a function mapping output cotangents to input cotangents.
+    """``fun(*primals)`` and a function mapping output cotangents to input cotangents. The
+    cotangent of an integer or boolean input is, as in JAX, a NumPy array of zeros of dtype
+    ``pyree.dtypes.float0`` (it holds no data) of the input's shape.
 
     Example::
 
         y, f_vjp = pyree.vjp(lambda x: (x ** 2).sum(), x)
         (g,) = f_vjp(1.0)                # 2 * x
+        _, f_vjp = pyree.vjp(lambda x, n: x * n, 2.0, 3)
+        f_vjp(1.0)                       # (3.0, float0 zeros of shape ())
     """
+    return _vjp(fun, primals, has_aux, integer_cotangents="float0")
+
+
+def _vjp(fun: Callable, primals: tuple, has_aux: bool, integer_cotangents: str) -> Any:
+    """``vjp``; ``integer_cotangents`` is what integer and boolean inputs get: "float0" (JAX's
+    float0 zeros) or "zeros" (zeros of their own dtype: jacrev stacks them, as JAX's does)."""
     p_leaves, p_tree = _flatten_args(primals, "vjp primals")
     closed, out_tree, aux = _trace(fun, p_leaves, p_tree, has_aux)
     nonzero = [ad.is_differentiable(get_aval(p)) for p in p_leaves]
@@ -215,15 +261,22 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 
     def f_vjp(cotangents: Any) -> tuple:
         ct_leaves, ct_tree = tree_util.tree_flatten(cotangents)
+        if ct_tree != out_tree:   # float0 outputs are part of the structure (see _trace)
+            ct_leaves, ct_tree = tree_util.tree_flatten(float0_in_structure(cotangents))
         if ct_tree != out_tree:
             raise TypeError(f"the cotangent must have the output's structure {out_tree}, got "
                             f"{ct_tree}{where(None)}")
         cts = []
         for ct, aval in zip(ct_leaves, out_avals):
-            ct_aval = get_aval(ct)
-            if ct_aval.shape != aval.shape:
-                raise ValueError(f"the cotangent has shape {ct_aval.shape} but the output has "
+            # (An integer output's cotangent may be JAX's float0 zeros, or zeros.)
+            shape = ct.shape if dtypes._is_float0(ct) else get_aval(ct).shape
+            if shape != aval.shape:
+                raise ValueError(f"the cotangent has shape {shape} but the output has "
                                  f"shape {aval.shape}{where(None)}")
+            if dtypes._is_float0(ct) and ad.is_differentiable(aval):
+                raise TypeError(f"a float0 cotangent was given for an output of dtype "
+                                f"{aval.dtype.name}: float0 is the cotangent of integer and "
+                                f"boolean outputs only{where(None)}")
             if ad.is_differentiable(aval):  # non-differentiable outputs have no tangent
                 cts.append(_cast(ct, aval.dtype))
         in_cts = ad.backward_pass(lin, env, cts + aux_cts)
@@ -231,8 +284,14 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
         result = []
         for p, nz in zip(p_leaves, nonzero):
             ct = next(it) if nz else None
-            ct = ad.instantiate(ct) if ct is not None else _zeros_for(p)
             p_aval = get_aval(p)
+            if ct is not None:
+                ct = ad.instantiate(ct)
+            elif not nz and integer_cotangents == "float0":
+                result.append(dtypes._float0_zeros(p_aval.shape))
+                continue
+            else:
+                ct = _zeros_for(p)
             if (p_aval.weak_type and get_aval(ct).dtype == p_aval.dtype
                     and p_aval.dtype.kind == "f"):
                 # As in JAX, the cotangent of a Python float is weakly typed too (grad at 3.0
@@ -305,12 +364,15 @@ def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_au
 
 def grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
          holomorphic: bool = False, allow_int: bool = False) -> Callable:
-    """The gradient of a real scalar function, with respect to argument ``argnums``.
+    """The gradient of a real scalar function, with respect to argument ``argnums``. With
+    ``allow_int=True`` integer and boolean arguments are allowed, and their gradients are, as
+    in JAX, NumPy arrays of zeros of dtype ``pyree.dtypes.float0`` (no data) of their shapes.
 
     Example::
 
         df = pyree.grad(lambda x: jnp.sin(x) * x)
         df(1.0)                          # cos(1) + sin(1)
+        pyree.grad(lambda x, n: x * n, argnums=1, allow_int=True)(2.0, 3).dtype   # float0
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
@@ -427,9 +489,9 @@ def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
         partial_fun = _of_argnums(fun, args, kwargs, nums)
 
         if has_aux:
-            ans, f_vjp, aux = vjp(partial_fun, *diff, has_aux=True)
+            ans, f_vjp, aux = _vjp(partial_fun, diff, True, integer_cotangents="zeros")
         else:
-            ans, f_vjp = vjp(partial_fun, *diff)
+            ans, f_vjp = _vjp(partial_fun, diff, False, integer_cotangents="zeros")
         out_leaves, out_tree = tree_util.tree_flatten(ans)
         per_input: list = [[None] * len(out_leaves) for _ in d_leaves]
         for o, out in enumerate(out_leaves):
@@ -487,7 +549,7 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence[Any] = 
         aval = get_aval(leaf) if shape is None or dtype is None else ShapedArray(shape, dtype)
         zeros.append(lax.full(aval.shape, 0, aval.dtype))
     zero_primals = tree_util.tree_unflatten(tree, zeros)
-    out, f_vjp = vjp(fun, *zero_primals)
+    out, f_vjp = _vjp(fun, tuple(zero_primals), False, integer_cotangents="zeros")
     out_leaves, out_tree = tree_util.tree_flatten(out)
     in_float = [ad.is_differentiable(get_aval(z)) for z in zeros]
     out_float = [ad.is_differentiable(get_aval(o)) for o in out_leaves]

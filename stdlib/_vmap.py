@@ -12,7 +12,7 @@ import functools
 import inspect
 from typing import Any, Callable, Hashable, Optional, Sequence
 
-from pyree import tree_util
+from pyree import dtypes, tree_util
 from pyree.runtime.array import Array
 from pyree.transpiler import batching, control_flow_batching  # noqa: F401 (registers rules)
 from pyree.transpiler.source import where
@@ -142,17 +142,32 @@ def _batched_call(fun: Callable, in_tree: Any, static: tuple, dims: list, size: 
             xs.insert(i, value)
         args, kwargs = tree_util.tree_unflatten(in_tree, xs)
         out_leaves, box["tree"] = tree_util.tree_flatten(fn(*args, **kwargs))
-        return out_leaves
+        # float0 results (integer values' cotangents) hold no data: they are not traced, and
+        # get their batch axis below.
+        box["float0"] = {i: leaf.shape for i, leaf in enumerate(out_leaves)
+                         if dtypes._is_float0(leaf)}
+        return [leaf for i, leaf in enumerate(out_leaves) if i not in box["float0"]]
 
     example_avals = [batching.example_aval(get_aval(x), d) for x, d in zip(leaves, dims)]
     with batching.named_axis(axis_name):
         closed = trace_to_ir(flat, example_avals, top_level=False)
     axis = batching.BatchAxis(size, axis_name)
     outs, out_dims = batching.batch_eval(closed, list(leaves), dims, axis)
-    out_tree = box["tree"]
+    out_tree, float0_shapes = box["tree"], box["float0"]
+    if float0_shapes:   # every output leaf, float0 ones in their places (dim None)
+        traced = iter(zip(outs, out_dims))
+        pairs = [(dtypes._float0_zeros(float0_shapes[i]), None) if i in float0_shapes
+                 else next(traced) for i in range(out_tree.num_leaves)]
+        outs, out_dims = [o for o, _ in pairs], [d for _, d in pairs]
     wanted = _axes_for_leaves(out_axes, tree_util.tree_unflatten(out_tree, outs), "out_axes")
     results = []
     for o, d, want in zip(outs, out_dims, wanted):
+        if dtypes._is_float0(o):
+            if want is not None:
+                want %= o.ndim + 1
+                o = dtypes._float0_zeros(o.shape[:want] + (size,) + o.shape[want:])
+            results.append(o)
+            continue
         if want is None:
             if d is not None:
                 raise ValueError(f"vmap has mapped output but out_axes is None{where(None)}")
@@ -165,7 +180,8 @@ def _batched_call(fun: Callable, in_tree: Any, static: tuple, dims: list, size: 
         results.append(batching.move_to(o, d, want % ndim, size))
     if not _tracing():  # an argument passed straight through is still the caller's value
         import pyree.numpy as jnp
-        results = [r if isinstance(r, Array) else jnp.asarray(r) for r in results]
+        results = [r if isinstance(r, Array) or dtypes._is_float0(r) else jnp.asarray(r)
+                   for r in results]
     return tree_util.tree_unflatten(out_tree, results)
 
 

@@ -29,9 +29,30 @@ __all__ = [
 bfloat16 = ml_dtypes.bfloat16  # scalar type; np.dtype(bfloat16) is the dtype
 
 # JAX's dtype of the tangents of integer and boolean values (``jax.dtypes.float0``): a
-# zero-size structured dtype, so that such tangents hold no data. Only the name for now:
-# pyree's grad(allow_int=True) gives integer zeros for integer inputs, not float0 arrays.
+# zero-size structured dtype, so that such tangents hold no data. grad(allow_int=True) and
+# vjp give NumPy arrays of it (``float0_zeros``) for integer and boolean inputs, as JAX.
 float0 = np.dtype([("float0", np.void, 0)])
+
+
+def _float0_zeros(shape: tuple) -> np.ndarray:
+    """The (co)tangent of an integer or boolean value of this shape, as JAX gives it: a NumPy
+    array of dtype float0 (it holds no data).
+
+    Example::
+
+        dtypes._float0_zeros((3,)).dtype == dtypes.float0   # True
+    """
+    return np.zeros(tuple(shape), float0)
+
+
+def _is_float0(x: Any) -> bool:
+    """Whether ``x`` is a float0 array (an integer value's (co)tangent).
+
+    Example::
+
+        dtypes._is_float0(pyree.grad(lambda x, n: x * n, 1, allow_int=True)(1.0, 2))   # True
+    """
+    return isinstance(x, np.ndarray) and x.dtype == float0
 
 _BOOL = np.dtype(np.bool_)
 _U8, _U16, _U32, _U64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))

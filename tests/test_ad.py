@@ -833,13 +833,77 @@ def test_integer_inputs_raise_unless_allowed():
         pyree.jacrev(lambda n: n * 2.0)(jnp.arange(3))
     gx, gn = pyree.grad(f, argnums=(0, 1), allow_int=True)(2.0, 3)
     close(gx, 3.0)
-    assert np.asarray(gn) == 0
-    # vjp and jvp take integer inputs: their (co)tangents are zero.
+    assert gn.dtype == pyree.dtypes.float0 and gn.shape == ()
+    # vjp and jvp take integer inputs: their (co)tangents are zero (float0 from vjp, as JAX).
     _, f_vjp = pyree.vjp(f, 2.0, 3)
     ct_x, ct_n = f_vjp(1.0)
     close(ct_x, 3.0)
-    assert np.asarray(ct_n) == 0
+    assert ct_n.dtype == pyree.dtypes.float0
     close(pyree.jvp(f, (2.0, 3), (1.0, 0))[1], 3.0)
+
+
+def test_integer_inputs_get_float0_cotangents():
+    """As JAX (0.10.2, each case compared): grad(allow_int=True), value_and_grad and vjp give
+    an integer or boolean input a NumPy array of dtype float0 of its shape, eagerly, under jit
+    (carried in the result's structure), vmap (with the batch axis, out_axes honoured) and in
+    pytrees; jacrev still stacks integer zeros (as JAX's); vjp takes float0 or integer zeros
+    as an integer output's cotangent; jvp and linearize take and give float0 tangents."""
+    float0 = pyree.dtypes.float0
+
+    def f(x, n):
+        return jnp.sum(x * n)
+
+    def is_float0(g, shape):
+        assert isinstance(g, np.ndarray) and g.dtype == float0, type(g)
+        assert np.asarray(g).dtype == float0 and g.shape == shape
+
+    x, n = jnp.ones(3), jnp.arange(3)
+    grad = pyree.grad(f, argnums=(0, 1), allow_int=True)
+    for gx, gn in (grad(x, n), pyree.jit(grad)(x, n)):
+        close(gx, [0.0, 1.0, 2.0])
+        is_float0(gn, (3,))
+    is_float0(pyree.jit(pyree.grad(lambda n: n * 1.0, allow_int=True))(3), ())   # only float0
+    value, gn = pyree.value_and_grad(f, argnums=1, allow_int=True)(x, n)
+    close(value, 3.0)
+    is_float0(gn, (3,))
+    tree = pyree.grad(lambda d: jnp.sum(d["a"]) * 1.0 + d["b"] * d["flag"], allow_int=True)(
+        {"a": jnp.arange(2), "b": 2.0, "flag": True})
+    is_float0(tree["a"], (2,))
+    is_float0(tree["flag"], ())
+    close(tree["b"], 1.0)
+    for vmapped, shape in ((pyree.vmap(grad), (4, 3)), (pyree.vmap(grad, out_axes=1), (3, 4)),
+                           (pyree.jit(pyree.vmap(grad)), (4, 3))):
+        gx, gn = vmapped(jnp.ones((4, 3)), jnp.ones((4, 3), jnp.int32))
+        assert gx.shape == shape
+        is_float0(gn, shape)
+    gx, gn = pyree.vmap(grad, in_axes=(0, None))(jnp.ones((4, 3)), n)   # batched all the same
+    is_float0(gn, (4, 3))
+    jac = pyree.jacrev(lambda x, n: x * n, argnums=1, allow_int=True)(x, n)
+    assert jac.dtype == np.int32 and jac.shape == (3, 3) and not np.asarray(jac).any()
+    _, f_vjp = pyree.vjp(lambda x: (x * 2.0, x.astype(jnp.int32)), jnp.ones(2))
+    for int_ct in (np.zeros(2, float0), jnp.zeros(2, jnp.int32)):
+        (ct,) = f_vjp((jnp.ones(2), int_ct))
+        close(ct, [2.0, 2.0])
+    with pytest.raises(TypeError, match="float0"):
+        f_vjp((np.zeros(2, float0), np.zeros(2, float0)))
+    # jvp and linearize: an integer primal's tangent may be float0 (JAX's) or zeros, and an
+    # integer output's tangent is float0.
+    g = lambda x, n: (x * n, n * 2)
+    for tangent_n in (np.zeros((), float0), 0):
+        (y, m), (dy, dm) = pyree.jvp(g, (1.0, 3), (1.0, tangent_n))
+        close(dy, 3.0)
+        is_float0(dm, ())
+    _, (dy, dm) = pyree.jit(lambda x, n: pyree.jvp(g, (x, n), (1.0, np.zeros((), float0))))(1.0, 3)
+    close(dy, 3.0)
+    is_float0(dm, ())
+    _, g_jvp = pyree.linearize(g, 1.0, 3)
+    dy, dm = g_jvp(2.0, np.zeros((), float0))
+    close(dy, 6.0)
+    is_float0(dm, ())
+    with pytest.raises(TypeError, match="float0"):
+        pyree.jvp(g, (1.0, 3), (np.zeros((), float0), 0))
+    with pytest.raises(ValueError, match="shapes"):
+        pyree.jvp(g, (1.0, 3), (1.0, np.zeros(2, float0)))
 
 
 def test_grad_requires_scalar_float_output():

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from pyree import tree_util
+from pyree import dtypes, tree_util
 from pyree.runtime import compile as rcompile
 from pyree.runtime.array import Array, device_put_numpy
 from pyree.runtime.aval import interned
@@ -332,7 +332,7 @@ class JitFunction:
         def flat_fun(*tracers):
             dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(tracers))
             args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
-            out = converted(self._fun)(*args, **kwargs)
+            out = float0_in_structure(converted(self._fun)(*args, **kwargs))
             out_leaves, out_tree = tree_util.tree_flatten(out)
             for leaf in out_leaves:
                 if isinstance(leaf, Undefined):
@@ -421,6 +421,31 @@ class ShapeDtypeStruct:
 
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.weak_type))
+
+
+class _Float0Zeros:
+    """A float0 result of a jitted function (JAX's cotangent of an integer value, e.g. from
+    ``grad(allow_int=True)``), carried in the result's tree structure rather than computed:
+    it holds no data and IREE has no such type. A pytree node without children: unflattening
+    the result gives back the zeros of its shape."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape: tuple) -> None:
+        self.shape = tuple(shape)
+
+
+tree_util.register_pytree_node(_Float0Zeros, lambda zeros: ((), zeros.shape),
+                               lambda shape, _: dtypes._float0_zeros(shape))
+
+
+def float0_in_structure(out: Any) -> Any:
+    """``out`` with its float0 leaves made part of its structure (``_Float0Zeros``)."""
+    leaves = tree_util.tree_leaves(out)
+    if not any(dtypes._is_float0(leaf) for leaf in leaves):
+        return out
+    return tree_util.tree_map(
+        lambda leaf: _Float0Zeros(leaf.shape) if dtypes._is_float0(leaf) else leaf, out)
 
 
 def _leaf_aval(leaf: Any) -> ShapedArray:
