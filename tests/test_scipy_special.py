@@ -364,3 +364,16 @@ def test_vmap():
     out = pyree.jit(pyree.vmap(special.betainc, in_axes=(0, None, 0)))(av, np.float32(3.0), x)
     assert_close(out, osp.betainc(av.astype(np.float64), 3.0, x.astype(np.float64)), 1e-5,
                  1e-6)
+
+
+def test_edge_gradients_as_jax():
+    """JAX 0.10.2's values where the derivative is infinite or undefined."""
+    grad = pyree.grad
+    assert float(grad(special.entr)(0.0)) == np.inf
+    assert np.isnan(float(grad(special.entr)(-1.0)))
+    assert float(grad(special.entr)(0.5)) == pytest.approx(-(np.log(0.5) + 1), rel=1e-6)
+    assert np.isnan(float(grad(special.xlogy, 1)(0.0, 0.0)))
+    assert float(grad(special.xlogy, 1)(0.0, 1.0)) == 0.0
+    assert float(grad(special.xlogy, 0)(0.0, 0.0)) == -np.inf
+    assert np.isnan(float(grad(special.xlog1py, 1)(0.0, -1.0)))
+    assert float(grad(special.xlog1py, 1)(2.0, 3.0)) == pytest.approx(0.5)

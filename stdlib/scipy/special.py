@@ -616,7 +616,8 @@ def _xlogy(x: Any, y: Any) -> Any:
 @_xlogy.defjvp
 def _xlogy_jvp(primals, tangents):
     (x, y), (tx, ty) = primals, tangents
-    return _xlogy(x, y), tx * jnp.log(y) + ty * jnp.where(x == 0, 0.0, x / y)
+    # d/dy is x / y unguarded, as in JAX: NaN at x == y == 0.
+    return _xlogy(x, y), tx * jnp.log(y) + ty * (x / y)
 
 
 def xlogy(x: Any, y: Any) -> Any:
@@ -638,7 +639,8 @@ def _xlog1py(x: Any, y: Any) -> Any:
 @_xlog1py.defjvp
 def _xlog1py_jvp(primals, tangents):
     (x, y), (tx, ty) = primals, tangents
-    return _xlog1py(x, y), tx * jnp.log1p(y) + ty * jnp.where(x == 0, 0.0, x / (1.0 + y))
+    # d/dy is x / (1 + y) unguarded, as in JAX: NaN at x == 0, y == -1.
+    return _xlog1py(x, y), tx * jnp.log1p(y) + ty * (x / (1.0 + y))
 
 
 def xlog1py(x: Any, y: Any) -> Any:
@@ -660,9 +662,21 @@ def entr(x: Any) -> Any:
         entr(jnp.array([0.0, 0.5, -1.0]))      # [0., 0.34657359, -inf]
     """
     (x,) = _promote("entr", x)
+    return _entr(x)
+
+
+@custom_jvp
+def _entr(x: Any) -> Any:
     positive = x > 0
     safe = jnp.where(positive, x, 1.0)
     return jnp.where(positive, -safe * jnp.log(safe), jnp.where(x == 0, 0.0, -jnp.inf))
+
+
+@_entr.defjvp
+def _entr_jvp(primals, tangents):
+    # -(log x + 1) everywhere, as JAX's: inf at 0 (the one-sided slope), NaN below.
+    (x,), (t,) = primals, tangents
+    return _entr(x), -(jnp.log(x) + 1.0) * t
 
 
 def rel_entr(p: Any, q: Any) -> Any:
