@@ -505,6 +505,19 @@ def pmean(x: Any, axis_name: Any) -> Any:
         psum(x, axis_name))
 
 
+def axis_index(axis_name: Any) -> Any:
+    """This example's position along a named ``vmap`` axis, or this device's along a ``pmap``
+    axis (an int32 scalar).
+
+    Example::
+
+        pyree.vmap(lambda v: v * lax.axis_index("i"), axis_name="i")(jnp.ones(3))  # [0, 1, 2]
+    """
+    from pyree.transpiler import batching
+    names = _axis_names(axis_name, "lax.axis_index")
+    return batching.axis_index_p.bind(axis_name=names)
+
+
 # Before anything that imports pyree.numpy, whose functions use these.
 from ._lax_special import *  # noqa: E402,F401,F403
 from ._lax_control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402
