@@ -322,8 +322,9 @@ class Array:
 
 class ShardedArray(Array):
     """A ``pmap`` result: one piece per device (``addressable_shards``, ``sharding``), each
-    computed on its device, plus the whole array assembled on the first device by the same
-    program, so that a ShardedArray is also an ordinary Array (reading it, NumPy, other
+    computed on its device, plus the whole array stacked on the first device (by a second
+    multi-device program queued behind the first), so that a ShardedArray is also an ordinary
+    Array (reading it, NumPy, other
     computations use the whole; a following ``pmap`` over the same devices takes the pieces
     where they are).
 

@@ -476,7 +476,14 @@ def multi_device_compile_flags(devices: Sequence[Device]) -> tuple[str, ...]:
     # The single-device flags of the platform, less the target device itself.
     flags += tuple(f for f in first.compile_flags
                    if not f.startswith("--iree-hal-target-device="))
-    return flags
+    # IREE 3.13's compile-time constant evaluation crashes (a segmentation fault in
+    # HAL::DeviceAnalysis::gatherDeviceTargets, under ConstEval's JitGlobalsPass) on a module
+    # that moves a constant to another device: `flow.tensor.transfer` of a
+    # `stablehlo.constant`, which a pmap emits whenever a device's value does not depend on
+    # its inputs (the gradient of psum(x).sum(), ones on every device). iree-compile alone
+    # crashed the same way; without const-eval it compiles and runs right (the constants are
+    # computed when the module loads).
+    return flags + ("--iree-opt-const-eval=false",)
 
 
 _multi_device_modules: dict[tuple, Any] = {}

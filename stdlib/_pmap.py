@@ -6,8 +6,9 @@ Python control flow works as under ``jit``). The program around it (transpiler/s
 each argument where it lives, cuts the mapped axis into slices and moves slice ``i`` to device
 ``i``, runs a copy of the function's IR per device, with collectives (``lax.psum``...) as
 transfers between devices and reductions, and returns each device's results on that device
-plus the stacked whole on the first device. IREE places every operation on the device of its
-operands and runs the devices concurrently.
+and IREE places every operation on the device of its operands and runs the devices
+concurrently. A second small multi-device program then stacks each result's pieces into the
+whole on the first device (``_assembler``, queued behind the first, not waited for).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from pyree.transpiler import batching, spmd
 from pyree.transpiler.convert import converted
 from pyree.transpiler.lower import lower_closed_ir
 from pyree.transpiler.source import where
+from pyree.transpiler.ir import ShapedArray
 from pyree.transpiler.trace import Tracer, _state, canonicalize_array, get_aval, trace_to_ir
 
 from ._vmap import _axes_for_leaves, _leaf_names
@@ -68,9 +70,10 @@ class _Program:
                 results.append(outs[k])
                 k += 1
             else:
-                pieces, whole = outs[k:k + n], outs[k + n]
+                pieces = outs[k:k + n]
+                (whole,) = _assembler(pieces[0].aval, axis, self.devices)(pieces)
                 results.append(ShardedArray(whole, pieces, PmapSharding(self.devices, axis)))
-                k += n + 1
+                k += n
         return tree_util.tree_unflatten(self.out_tree, results)
 
 
@@ -256,7 +259,7 @@ class PmapFunction:
 
         slice_avals = [batching.example_aval(i.aval, i.axis) if not i.pieces else i.aval
                        for i in inputs]
-        with batching.named_axis(self._axis_name):
+        with batching.named_axis(self._axis_name, n):
             closed = trace_to_ir(one_device, slice_avals, top_level=False)
         out_tree = box["tree"]
         out_axes = []
@@ -290,13 +293,8 @@ class PmapFunction:
                     results.append(outs[0][k])
                     out_devices.append(0)
                     continue
-                pieces = [outs[i][k] for i in range(n)]
-                results.extend(pieces)
+                results.extend(outs[i][k] for i in range(n))
                 out_devices.extend(range(n))
-                # The whole, stacked on the first device (see runtime.array.ShardedArray).
-                results.append(spmd.stack([p if i == 0 else spmd.transfer(p, 0)
-                                           for i, p in enumerate(pieces)], axis))
-                out_devices.append(0)
             return results
 
         program_avals = []
@@ -333,6 +331,38 @@ class PmapFunction:
 
     def __repr__(self) -> str:
         return f"<pyree.pmap of {getattr(self._fun, '__qualname__', self._fun)!r}>"
+
+
+_assemblers: dict[tuple, MultiDeviceExecutable] = {}
+
+
+def _assembler(piece: ShapedArray, axis: int, devs: tuple) -> MultiDeviceExecutable:
+    """A multi-device program taking one piece of ``piece``'s type per device and returning
+    them stacked along ``axis`` on the first device (a ShardedArray's whole).
+
+    A program of its own, not the end of the pmap's: IREE 3.13 failed to compile programs
+    whose results were also moved to the first device and stacked there when a device's
+    result was made of copies alone (an all_gather's concatenation over 3 or more devices:
+    "op affinity #hal.device.affinity<@device_2> is not compatible with the partition affinity
+    #hal.device.affinity<@device_0>", iree-compile alone too; the same program without the
+    stacking compiled). Here the pieces are arguments, which compile."""
+    key = (piece, axis, devs)
+    assembler = _assemblers.get(key)
+    if assembler is None:
+        n = len(devs)
+
+        def stacked(*pieces):
+            return [spmd.stack([p if i == 0 else spmd.transfer(p, 0)
+                                for i, p in enumerate(pieces)], axis)]
+
+        closed = trace_to_ir(stacked, [piece] * n, top_level=False)
+        lowered = lower_closed_ir(closed, platform=devs[0].platform,
+                                  affinities=(list(range(n)), [0]))
+        vmfb = rcompile.compile_mlir(lowered.text, multi_device_compile_flags(devs),
+                                     cache_text=lowered.text_without_locations)
+        assembler = _assemblers.setdefault(key, MultiDeviceExecutable(
+            vmfb, lowered.function, devs, list(range(n)), closed.out_avals, [0]))
+    return assembler
 
 
 def pmap(fun: Optional[Callable] = None, axis_name: Optional[Hashable] = None, *,

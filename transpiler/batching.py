@@ -457,20 +457,31 @@ batching_rules.update({
 class _AxisNames(threading.local):
     def __init__(self) -> None:
         self.stack: list = []
+        self.sizes: list = []
 
 
 _axis_names = _AxisNames()
 
 
 @contextlib.contextmanager
-def named_axis(name: Optional[Hashable]):
-    """While tracing the function of a ``vmap`` with ``axis_name=name``: collectives may
-    name it."""
+def named_axis(name: Optional[Hashable], size: Optional[int] = None):
+    """While tracing the function of a ``vmap`` or ``pmap`` with ``axis_name=name`` (of
+    ``size`` examples or devices): collectives may name it."""
     _axis_names.stack.append(name)
+    _axis_names.sizes.append(size)
     try:
         yield
     finally:
         _axis_names.stack.pop()
+        _axis_names.sizes.pop()
+
+
+def named_axis_size(name: Hashable) -> int:
+    """The size of the innermost enclosing vmap or pmap axis called ``name``."""
+    for bound, size in zip(reversed(_axis_names.stack), reversed(_axis_names.sizes)):
+        if bound == name and size is not None:
+            return size
+    raise NameError(f"the size of axis {name!r} is unknown here{where(None)}")
 
 
 def check_axis_names(names: tuple, what: str) -> None:

@@ -25,8 +25,8 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 
 import numpy as np
 
-from .batching import (BatchAxis, _names_axis, axis_index_p, named_axis_params, pmax_p, pmin_p,
-                       psum_p)
+from .batching import (BatchAxis, _names_axis, axis_index_p, batching_rules, named_axis_params,
+                       pmax_p, pmin_p, psum_p)
 from .ir import ClosedIR, Literal, ShapedArray, Var
 from .lower import device_promise, lowering_rules, op
 from .source import where
@@ -189,3 +189,128 @@ def stack(pieces: Sequence[Any], axis: int) -> Any:
     if len(expanded) == 1:
         return expanded[0]
     return P.concatenate_p.bind(*expanded, dimension=axis)
+
+
+# -- all_gather and ppermute (vmap and pmap) -------------------------------------------------------
+
+all_gather_p = Primitive("all_gather")
+ppermute_p = Primitive("ppermute")
+
+
+def _all_gather_abstract(x: ShapedArray, *, axis_name, all_gather_dimension: int, tiled: bool,
+                         axis_size: int) -> ShapedArray:
+    shape = list(x.shape)
+    if tiled:
+        if not shape:
+            raise TypeError("all_gather(tiled=True) needs an operand of rank at least 1")
+        shape[all_gather_dimension] *= axis_size
+    else:
+        shape.insert(all_gather_dimension, axis_size)
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+abstract_eval_rules[all_gather_p] = _all_gather_abstract
+abstract_eval_rules[ppermute_p] = lambda x, *, axis_name, perm: x
+named_axis_params[all_gather_p] = "axis_name"
+named_axis_params[ppermute_p] = "axis_name"
+
+
+def _unbound_lowering(name: str) -> Callable:
+    def lowering(ctx, x, **params):
+        raise NameError(f"unbound axis name: {params['axis_name'][0]!r} ({name} outside the "
+                        f"vmap or pmap that defines it)")
+    return lowering
+
+
+lowering_rules[all_gather_p] = _unbound_lowering("all_gather")
+lowering_rules[ppermute_p] = _unbound_lowering("ppermute")
+
+
+def _one_axis(axis_name: tuple, what: str) -> None:
+    if len(axis_name) != 1:
+        raise NotImplementedError(f"{what} over several axes at once ({axis_name}) is not "
+                                  f"supported yet")
+
+
+def _gathered(pieces: Sequence[Any], dimension: int, tiled: bool) -> Any:
+    """All examples' (devices') values joined along ``dimension``: a new axis, or (``tiled``)
+    the existing one."""
+    if not tiled:
+        return stack(pieces, dimension)
+    if len(pieces) == 1:
+        return pieces[0]
+    return P.concatenate_p.bind(*pieces, dimension=dimension)
+
+
+def _zeros_like(x: Any) -> Any:
+    aval = get_aval(x)
+    zero = TypedScalar(0, aval.dtype, aval.weak_type)
+    return P.broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=())
+
+
+def _sources(perm: tuple, size: int) -> dict:
+    """For each destination of a ``ppermute``, its source."""
+    sources = {}
+    for src, dst in perm:
+        if not (0 <= src < size and 0 <= dst < size) or dst in sources:
+            raise ValueError(f"ppermute perm {perm} must be (source, destination) pairs of "
+                             f"distinct destinations within an axis of size {size}")
+        sources[dst] = src
+    if len(set(sources.values())) != len(sources):
+        raise ValueError(f"ppermute perm {perm} sends from one source twice")
+    return sources
+
+
+def _all_gather_spmd(axis: SpmdAxis, per_device, *, axis_name, all_gather_dimension, tiled,
+                     axis_size):
+    _one_axis(axis_name, "all_gather")
+    values = [ins[0] for ins in per_device]
+    return [[_gathered([v if j == i else transfer(v, i) for j, v in enumerate(values)],
+                       all_gather_dimension, tiled)] for i in range(axis.size)]
+
+
+def _ppermute_spmd(axis: SpmdAxis, per_device, *, axis_name, perm):
+    _one_axis(axis_name, "ppermute")
+    values = [ins[0] for ins in per_device]
+    sources = _sources(perm, axis.size)
+    outs = []
+    for i in range(axis.size):
+        src = sources.get(i)
+        outs.append([_zeros_like(values[i]) if src is None else
+                     values[i] if src == i else transfer(values[src], i)])
+    return outs
+
+
+spmd_rules[all_gather_p] = _all_gather_spmd
+spmd_rules[ppermute_p] = _ppermute_spmd
+
+
+def _all_gather_batched(axis: BatchAxis, values, dims, *, axis_name, all_gather_dimension,
+                        tiled, axis_size):
+    from .batching import to_front
+    (x,), (d,) = values, dims
+    if axis.name not in axis_name:   # another (outer) axis: per example, batch axis in front
+        x = to_front(x, d, axis.size)
+        return [all_gather_p.bind(x, axis_name=axis_name, axis_size=axis_size, tiled=tiled,
+                                  all_gather_dimension=all_gather_dimension + 1)], [0]
+    _one_axis(axis_name, "all_gather")
+    x = to_front(x, d, axis.size)
+    pieces = [take(x, 0, k) for k in range(axis.size)]
+    return [_gathered(pieces, all_gather_dimension, tiled)], [None]
+
+
+def _ppermute_batched(axis: BatchAxis, values, dims, *, axis_name, perm):
+    from .batching import to_front
+    (x,), (d,) = values, dims
+    if axis.name not in axis_name:
+        return [ppermute_p.bind(x, axis_name=axis_name, perm=perm)], [d]
+    _one_axis(axis_name, "ppermute")
+    x = to_front(x, d, axis.size)
+    sources = _sources(perm, axis.size)
+    rows = [take(x, 0, k) for k in range(axis.size)]
+    out = [rows[sources[k]] if k in sources else _zeros_like(rows[k]) for k in range(axis.size)]
+    return [stack(out, 0)], [0]
+
+
+batching_rules[all_gather_p] = _all_gather_batched
+batching_rules[ppermute_p] = _ppermute_batched
