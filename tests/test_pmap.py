@@ -178,10 +178,10 @@ def test_pmap_on_several_cpu_devices(count, tmp_path):
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-4000:]
 
 
-def test_pmap_module_declares_devices_and_transfers(tmp_path):
-    """The program is one multi-device module: arguments and results placed on devices,
-    collectives as flow.tensor.transfer between them (one device here: the module a pmap of
-    size 1 makes; the flags name each device)."""
+def test_pmap_module_places_values_on_devices():
+    """A pmap is one multi-device module whose arguments and results are placed on devices,
+    compiled with one --iree-hal-target-device per device (here the size-1 pmap this process's
+    one device allows; the subprocess tests run 2 and 4)."""
     from pyree.runtime.device import multi_device_compile_flags
     x = np.arange(3.0, dtype=np.float32)[None]
     f = pyree.pmap(lambda v: lax.psum(v, "i") * 2, "i")
