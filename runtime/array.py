@@ -55,6 +55,56 @@ class SingleDeviceSharding:
         return f"SingleDeviceSharding(device={self._device!r})"
 
 
+class PmapSharding:
+    """An array split along one axis over several devices, one piece per device, as ``pmap``
+    leaves its results (``jax.sharding.PmapSharding``). Each piece lacks the split axis.
+
+    Example::
+
+        y = pyree.pmap(lambda x: x * 2)(np.arange(2.0))
+        y.sharding.devices            # (CpuDevice(id=0), CpuDevice(id=1))
+        y.sharding.sharded_axis       # 0
+    """
+
+    def __init__(self, devices: tuple, sharded_axis: int) -> None:
+        self.devices = tuple(devices)
+        self.sharded_axis = sharded_axis
+
+    @property
+    def device_set(self) -> set:
+        return set(self.devices)
+
+    @property
+    def addressable_devices(self) -> set:
+        return set(self.devices)
+
+    is_fully_addressable = True
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return len(self.devices) == 1
+
+    def devices_indices_map(self, global_shape: tuple) -> dict:
+        """Each device's index into an array of ``global_shape``: an int on the split axis."""
+        return {d: self._index(i, len(global_shape)) for i, d in enumerate(self.devices)}
+
+    def _index(self, position: int, ndim: int) -> tuple:
+        return tuple(position if a == self.sharded_axis else slice(None) for a in range(ndim))
+
+    def shard_shape(self, global_shape: tuple) -> tuple:
+        return tuple(n for a, n in enumerate(global_shape) if a != self.sharded_axis)
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, PmapSharding) and other.devices == self.devices
+                and other.sharded_axis == self.sharded_axis)
+
+    def __hash__(self) -> int:
+        return hash((self.devices, self.sharded_axis))
+
+    def __repr__(self) -> str:
+        return f"PmapSharding(devices={list(self.devices)}, sharded_axis={self.sharded_axis})"
+
+
 class Shard:
     """One piece of an array: its device, the index it covers, and its data."""
 
@@ -268,6 +318,47 @@ class Array:
         if self._buffer is not None:
             self._wait()
             self._buffer = None
+
+
+class ShardedArray(Array):
+    """A ``pmap`` result: one piece per device (``addressable_shards``, ``sharding``), each
+    computed on its device, plus the whole array stacked on the first device (by a second
+    multi-device program queued behind the first), so that a ShardedArray is also an ordinary
+    Array (reading it, NumPy, other
+    computations use the whole; a following ``pmap`` over the same devices takes the pieces
+    where they are).
+
+    Example::
+
+        y = pyree.pmap(lambda x: x * 2)(np.arange(2.0))
+        [s.device for s in y.addressable_shards]     # [CpuDevice(id=0), CpuDevice(id=1)]
+        np.asarray(y)                                # array([0., 2.], dtype=float32)
+    """
+
+    __slots__ = ("_pieces", "_sharding")
+
+    def __init__(self, whole: Array, pieces: list, sharding: PmapSharding) -> None:
+        super().__init__(whole._buffer, whole.aval, whole._device, whole._fence)
+        self._pieces = list(pieces)
+        self._sharding = sharding
+
+    def devices(self) -> set:
+        return set(self._sharding.devices)
+
+    @property
+    def sharding(self) -> PmapSharding:
+        return self._sharding
+
+    @property
+    def addressable_shards(self) -> list:
+        ndim = len(self.aval.shape)
+        return [Shard(piece._device, self._sharding._index(i, ndim), piece)
+                for i, piece in enumerate(self._pieces)]
+
+    def _release(self) -> None:
+        super()._release()
+        for piece in self._pieces:
+            piece._release()
 
 
 def _buffer_view_type():

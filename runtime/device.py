@@ -13,7 +13,7 @@ import gc
 import os
 import sys
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -446,6 +446,63 @@ class Device:
         return hash((self.platform, self.id))
 
 
+def device_symbol(index: int) -> str:
+    """The name of the ``index``-th device of a multi-device module: the IR places values with
+    ``#hal.device.promise<@NAME>`` and the compiler gets ``--iree-hal-target-device=NAME=...``."""
+    return f"device_{index}"
+
+
+def multi_device_compile_flags(devices: Sequence[Device]) -> tuple[str, ...]:
+    """IREE compiler flags for one module that runs over ``devices`` (all of one platform), the
+    ``i``-th declared as ``device_symbol(i)``.
+
+    ``--iree-hal-target-device`` given once per device, as ``NAME=TARGET[ORDINAL]``: the ordinal
+    picks the runtime's ORDINAL-th device of that target among those the HAL module is given
+    (``multi_device_hal_module``), so ``local[0]``, ``local[1]``... are the given devices in order.
+
+    Example::
+
+        multi_device_compile_flags(pyree.devices("cpu")[:2])
+        # ('--iree-hal-target-device=device_0=local[0]', '--iree-hal-target-device=device_1=local[1]', ...)
+    """
+    platforms = {d.platform for d in devices}
+    if len(platforms) != 1:
+        raise ValueError(f"a multi-device program needs devices of one platform, got "
+                         f"{sorted(platforms)}")
+    first = devices[0]
+    target = "local" if first.platform == "cpu" else first.platform
+    flags = tuple(f"--iree-hal-target-device={device_symbol(i)}={target}[{i}]"
+                  for i in range(len(devices)))
+    # The single-device flags of the platform, less the target device itself.
+    flags += tuple(f for f in first.compile_flags
+                   if not f.startswith("--iree-hal-target-device="))
+    # IREE 3.13's compile-time constant evaluation crashes (a segmentation fault in
+    # HAL::DeviceAnalysis::gatherDeviceTargets, under ConstEval's JitGlobalsPass) on a module
+    # that moves a constant to another device: `flow.tensor.transfer` of a
+    # `stablehlo.constant`, which a pmap emits whenever a device's value does not depend on
+    # its inputs (the gradient of psum(x).sum(), ones on every device). iree-compile alone
+    # crashed the same way; without const-eval it compiles and runs right (the constants are
+    # computed when the module loads).
+    return flags + ("--iree-opt-const-eval=false",)
+
+
+_multi_device_modules: dict[tuple, Any] = {}
+
+
+def multi_device_hal_module(devices: Sequence[Device], driver: str):
+    """A HAL module holding the IREE devices of ``driver`` of each of ``devices``, in order: the
+    ``i``-th is the one a multi-device module declares as ``device_symbol(i)``."""
+    key = (tuple(devices), driver)
+    module = _multi_device_modules.get(key)
+    if module is None:
+        hals = [d.hal_device(driver) for d in devices]
+        from .callbacks import debug_sink
+        module = _multi_device_modules.setdefault(key, iree_runtime().create_hal_module(
+            vm_instance(), devices=hals,
+            debug_sink=debug_sink(hals[0], host_memory=devices[0].platform == "cpu")))
+    return module
+
+
 # Calls doing at least this many element operations run on the worker pool instead of inline.
 # Waking the pool costs ~50 us here, so below this the single inline thread finishes first (a
 # 10000x10 normalisation took 0.11 ms inline and 0.17 ms on the pool; SELU on 1M floats 0.29 ms
@@ -552,7 +609,8 @@ def live_arrays() -> list:
         len(pyree.live_arrays())
     """
     from .array import Array
-    return [o for o in gc.get_objects() if type(o) is Array and o._buffer is not None]
+    # (isinstance: a pmap result is an Array subclass, ShardedArray)
+    return [o for o in gc.get_objects() if isinstance(o, Array) and o._buffer is not None]
 
 
 # Callables that drop IREE objects held elsewhere in the runtime (loaded modules, contexts).
@@ -589,6 +647,7 @@ def _release_iree_objects_at_exit() -> None:
             array._buffer = None
     for hook in exit_hooks:
         hook()
+    _multi_device_modules.clear()
     for devs in _devices.values():
         for dev in devs:
             dev._hal_modules.clear()

@@ -297,6 +297,109 @@ def _callers(context, fn, hal, inline: bool, device: Device,
     return call, call_inline
 
 
+class MultiDeviceExecutable:
+    """One function of a ``.vmfb`` compiled for several devices as one IREE multi-device
+    program (``device.multi_device_compile_flags``): each argument is declared on one of
+    ``devices`` (``in_devices[i]`` its position there) and each result likewise
+    (``out_devices``). IREE runs each part of the program on the device its operands live on
+    and moves data between devices where the program says so (``flow.tensor.transfer``).
+
+    Calls are queued on the devices' worker-pool driver (``local-task`` on the CPU), so the
+    devices compute at the same time; one fence signals when every result is ready.
+
+    Example::
+
+        exe = MultiDeviceExecutable(vmfb, "main", devs, [0, 1], out_avals, [0, 1])
+        y0, y1 = exe([x0_on_dev0, x1_on_dev1])
+    """
+
+    def __init__(self, vmfb: bytes, function: str, devices: Sequence[Device],
+                 in_devices: Sequence[int], out_avals: Sequence[ShapedArray],
+                 out_devices: Sequence[int]) -> None:
+        self.vmfb = vmfb
+        self.function = function
+        self.devices = tuple(devices)
+        self.in_devices = tuple(self.devices[i] for i in in_devices)
+        self.out_avals = tuple(interned(a) for a in out_avals)
+        self.out_devices = tuple(self.devices[i] for i in out_devices)
+        self._call: Callable | None = None
+        self._lock = threading.Lock()
+        _loaded_multi.add(self)
+
+    def _bind(self) -> Callable:
+        with self._lock:
+            if self._call is not None:
+                return self._call
+            rt = iree_runtime()
+            instance = vm_instance()
+            module = rt.VmModule.copy_buffer(instance, self.vmfb)
+            driver = self.devices[0].driver_for(LARGE_WORK_FOR_POOL)
+            first = self.devices[0].hal_device(driver)
+            try:
+                context = rt.VmContext(instance, [
+                    _device_module.multi_device_hal_module(self.devices, driver),
+                    *callbacks.host_modules(self.vmfb, first), module])
+            except Exception as e:
+                raise _explained(e) from e
+            fn = module.lookup_function(self.function)
+            if fn is None:
+                raise RuntimeError(f"compiled module has no function {self.function!r}")
+            invoke = context.invoke
+            in_devices, out_avals, out_devices = self.in_devices, self.out_avals, self.out_devices
+            in_flight = self.devices[0].in_flight
+
+            def call(args: Sequence[Array]) -> list[Array]:
+                inputs = _VariantList(len(args) + 2)
+                waits = []
+                for a, device in zip(args, in_devices):
+                    if a._buffer is None or a._device is not device:
+                        raise _unusable_argument(a, device)
+                    inputs.push_ref(a._buffer)
+                    if a._fence is not None:
+                        waits.append(a._fence)
+                inputs.push_ref(_NO_FENCE if not waits else waits[0] if len(waits) == 1
+                                else _Fence.join(waits))
+                fence = _Fence.create_at(first.create_semaphore(0), 1)
+                inputs.push_ref(fence)
+                outputs = _VariantList(len(out_avals))
+                try:
+                    invoke(fn, inputs, outputs)
+                except Exception as e:
+                    _reraise(e)
+                in_flight.append(fence)
+                if len(in_flight) > MAX_IN_FLIGHT:
+                    _wait_oldest(in_flight)
+                return [Array(outputs.get_as_ref(i), aval, device, fence)
+                        for i, (aval, device) in enumerate(zip(out_avals, out_devices))]
+
+            self._module, self._context = module, context
+            self._call = call
+            return call
+
+    def __call__(self, args: Sequence[Array]) -> list[Array]:
+        """Queue a call; returns the results at once (they may still be computing), each an
+        Array on its device."""
+        if len(args) != len(self.in_devices):
+            raise TypeError(f"this program takes {len(self.in_devices)} arrays, got {len(args)}")
+        return (self._call or self._bind())(args)
+
+
+# A work size that always picks a device's worker-pool driver: a multi-device program runs
+# on the pool so that its devices compute concurrently (inline, they would take turns).
+LARGE_WORK_FOR_POOL = 1 << 62
+
+_loaded_multi: "weakref.WeakSet[MultiDeviceExecutable]" = weakref.WeakSet()
+
+
+def _unload_multi() -> None:
+    for exe in list(_loaded_multi):
+        exe._call = None
+        exe._module = exe._context = None
+
+
+_device_module.exit_hooks.append(_unload_multi)
+
+
 def _storage_sizes(avals: Sequence[ShapedArray], scratch: int) -> list[int]:
     """Bytes of the buffers a caller_storage call passes: one per output, then the scratch
     (at least 16 each: CUDA refuses an allocation of no bytes)."""

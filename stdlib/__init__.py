@@ -38,7 +38,7 @@ _ATTRIBUTES = {
     "grad": "pyree._autodiff", "value_and_grad": "pyree._autodiff", "jvp": "pyree._autodiff",
     "vjp": "pyree._autodiff", "linearize": "pyree._autodiff", "jacfwd": "pyree._autodiff",
     "jacrev": "pyree._autodiff", "hessian": "pyree._autodiff", "jacobian": "pyree._autodiff",
-    "vmap": "pyree._vmap",
+    "vmap": "pyree._vmap", "pmap": "pyree._pmap",
     "export": "pyree._export", "export_functions": "pyree._export",
     "custom_jvp": "pyree._custom_derivatives", "custom_vjp": "pyree._custom_derivatives",
     "custom_gradient": "pyree._custom_derivatives",

@@ -149,7 +149,7 @@ def _batched_call(fun: Callable, in_tree: Any, static: tuple, dims: list, size: 
         return [leaf for i, leaf in enumerate(out_leaves) if i not in box["float0"]]
 
     example_avals = [batching.example_aval(get_aval(x), d) for x, d in zip(leaves, dims)]
-    with batching.named_axis(axis_name):
+    with batching.named_axis(axis_name, size):
         closed = trace_to_ir(flat, example_avals, top_level=False)
     axis = batching.BatchAxis(size, axis_name)
     outs, out_dims = batching.batch_eval(closed, list(leaves), dims, axis)

@@ -505,6 +505,65 @@ def pmean(x: Any, axis_name: Any) -> Any:
         psum(x, axis_name))
 
 
+def axis_index(axis_name: Any) -> Any:
+    """This example's position along a named ``vmap`` axis, or this device's along a ``pmap``
+    axis (an int32 scalar).
+
+    Example::
+
+        pyree.vmap(lambda v: v * lax.axis_index("i"), axis_name="i")(jnp.ones(3))  # [0, 1, 2]
+    """
+    from pyree.transpiler import batching
+    names = _axis_names(axis_name, "lax.axis_index")
+    return batching.axis_index_p.bind(axis_name=names)
+
+
+def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0,
+               tiled: bool = False) -> Any:
+    """Every example's (or device's) ``x`` along a named ``vmap`` / ``pmap`` axis, stacked
+    along a new axis ``axis`` (``tiled=True``: concatenated along the existing one). ``x``
+    may be a pytree.
+
+    Example::
+
+        pyree.vmap(lambda v: lax.all_gather(v, "i"), axis_name="i")(jnp.arange(3.0))
+        # each example gets [0., 1., 2.]
+    """
+    from pyree import tree_util
+    from pyree.transpiler import batching, spmd
+    if axis_index_groups is not None:
+        raise NotImplementedError("lax.all_gather: axis_index_groups is not supported yet")
+    names = _axis_names(axis_name, "lax.all_gather")
+    size = batching.named_axis_size(names[0])
+
+    def gather(leaf):
+        ndim = get_aval(leaf).ndim
+        if not -(ndim + (not tiled)) <= axis < ndim + (not tiled):
+            raise ValueError(f"lax.all_gather axis {axis} is out of range for an operand of "
+                             f"rank {ndim}")
+        return spmd.all_gather_p.bind(leaf, axis_name=names, axis_size=size, tiled=bool(tiled),
+                                      all_gather_dimension=axis % (ndim + (not tiled)))
+    return tree_util.tree_map(gather, x)
+
+
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """``x`` sent along a named ``vmap`` / ``pmap`` axis: for each ``(source, destination)``
+    pair of ``perm``, the destination gets the source's ``x``; positions no pair sends to get
+    zeros. ``x`` may be a pytree.
+
+    Example::
+
+        n = 4   # a ring shift over a pmap of 4 devices
+        lax.ppermute(v, "i", perm=[(j, (j + 1) % n) for j in range(n)])
+    """
+    from pyree import tree_util
+    from pyree.transpiler import spmd
+    names = _axis_names(axis_name, "lax.ppermute")
+    pairs = tuple((int(s), int(d)) for s, d in perm)
+    return tree_util.tree_map(lambda leaf: spmd.ppermute_p.bind(leaf, axis_name=names,
+                                                                perm=pairs), x)
+
+
 # Before anything that imports pyree.numpy, whose functions use these.
 from ._lax_special import *  # noqa: E402,F401,F403
 from ._lax_control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402

@@ -20,6 +20,7 @@ import numpy as np
 
 from .ir import IR, Atom, ClosedIR, Literal, ShapedArray, Var
 from .lower import lowering_rules
+from .source import where
 from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
 from . import primitives as P
 
@@ -456,20 +457,31 @@ batching_rules.update({
 class _AxisNames(threading.local):
     def __init__(self) -> None:
         self.stack: list = []
+        self.sizes: list = []
 
 
 _axis_names = _AxisNames()
 
 
 @contextlib.contextmanager
-def named_axis(name: Optional[Hashable]):
-    """While tracing the function of a ``vmap`` with ``axis_name=name``: collectives may
-    name it."""
+def named_axis(name: Optional[Hashable], size: Optional[int] = None):
+    """While tracing the function of a ``vmap`` or ``pmap`` with ``axis_name=name`` (of
+    ``size`` examples or devices): collectives may name it."""
     _axis_names.stack.append(name)
+    _axis_names.sizes.append(size)
     try:
         yield
     finally:
         _axis_names.stack.pop()
+        _axis_names.sizes.pop()
+
+
+def named_axis_size(name: Hashable) -> int:
+    """The size of the innermost enclosing vmap or pmap axis called ``name``."""
+    for bound, size in zip(reversed(_axis_names.stack), reversed(_axis_names.sizes)):
+        if bound == name and size is not None:
+            return size
+    raise NameError(f"the size of axis {name!r} is unknown here{where(None)}")
 
 
 def check_axis_names(names: tuple, what: str) -> None:
@@ -477,8 +489,8 @@ def check_axis_names(names: tuple, what: str) -> None:
         if name is None or name not in _axis_names.stack:
             bound = [n for n in _axis_names.stack if n is not None]
             raise NameError(f"unbound axis name: {name!r} ({what} names an axis that no "
-                            f"enclosing vmap(..., axis_name=...) defines; bound here: "
-                            f"{bound or 'none'})")
+                            f"enclosing vmap or pmap (axis_name=...) defines; bound here: "
+                            f"{bound or 'none'}){where(None)}")
 
 
 def _collective(name: str, reduce: Primitive, combine_unbatched: Callable) -> Primitive:
@@ -516,3 +528,25 @@ def _times_size(x, size):
 psum_p = _collective("psum", P.reduce_sum_p, _times_size)
 pmax_p = _collective("pmax", P.reduce_max_p, lambda x, size: x)
 pmin_p = _collective("pmin", P.reduce_min_p, lambda x, size: x)
+
+
+# The position along a named axis: in a vmap, each example's index (an iota along the batch
+# axis); in a pmap, the device's (spmd.py).
+axis_index_p = Primitive("axis_index")
+abstract_eval_rules[axis_index_p] = lambda *, axis_name: ShapedArray((), np.dtype(np.int32))
+named_axis_params[axis_index_p] = "axis_name"
+
+
+def _axis_index_lowering(ctx, *, axis_name):
+    raise NameError(f"unbound axis name: {axis_name[0]!r} (axis_index outside the vmap or pmap "
+                    f"that defines it)")
+
+
+def _axis_index_rule(axis: BatchAxis, values, dims, *, axis_name):
+    if axis.name not in axis_name:
+        return [axis_index_p.bind(axis_name=axis_name)], [None]
+    return [P.iota_p.bind(dtype=np.dtype(np.int32), shape=(axis.size,), dimension=0)], [0]
+
+
+batching_rules[axis_index_p] = _axis_index_rule
+lowering_rules[axis_index_p] = _axis_index_lowering

@@ -504,17 +504,38 @@ def _finish_module(module, function: str) -> LoweredModule:
 
 
 def lower_closed_ir(closed: ClosedIR, function: str = "main", platform: str = "cpu",
-                    caller_storage: bool = False) -> LoweredModule:
+                    caller_storage: bool = False,
+                    affinities: Optional[tuple[Sequence[int], Sequence[int]]] = None
+                    ) -> LoweredModule:
     """A module whose function takes (consts..., inputs...) and returns the IR's outputs, for
     a device of ``platform``. With ``caller_storage`` it also takes one ``!hal.buffer`` per
     output, which the output is computed into, then one for every intermediate value (its
     size is the function's ``iree.abi.transients.size.constant`` reflection): see
-    ``_into_caller_storage``."""
+    ``_into_caller_storage``.
+
+    ``affinities`` = (argument devices, result devices) makes a multi-device module: each
+    argument and result is declared on device ``runtime.device.device_symbol(i)``
+    (``iree.abi.affinity = #hal.device.promise<@device_i>``), and the IR moves values between
+    devices with ``spmd.transfer_p``. Compile it with ``multi_device_compile_flags``."""
     with _lowering_for(platform):
-        return _lower_closed_ir(closed, function, caller_storage)
+        return _lower_closed_ir(closed, function, caller_storage, affinities)
 
 
-def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool) -> LoweredModule:
+def _affinity_attributes(devices: Sequence[int]):
+    """One ``{iree.abi.affinity = #hal.device.promise<@device_i>}`` per entry of ``devices``."""
+    ir = mlir()
+    return ir.ArrayAttr.get([ir.DictAttr.get({"iree.abi.affinity": device_promise(i)})
+                             for i in devices])
+
+
+def device_promise(index: int):
+    """``#hal.device.promise<@device_i>``: the ``index``-th device of a multi-device module."""
+    from pyree.runtime.device import device_symbol
+    return mlir().Attribute.parse(f"#hal.device.promise<@{device_symbol(index)}>")
+
+
+def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool,
+                     affinities: Optional[tuple] = None) -> LoweredModule:
     ir_module = mlir()
     from iree.compiler.dialects import func
 
@@ -529,6 +550,10 @@ def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool) -> L
             arg_types += [ir_module.Type.parse("!hal.buffer")] * (len(out_types) + 1)
         with ir_module.InsertionPoint(module.body):
             fn = func.FuncOp(function, ir_module.FunctionType.get(arg_types, out_types))
+            if affinities is not None:
+                arg_devices, out_devices = affinities
+                fn.arg_attrs = _affinity_attributes(arg_devices)
+                fn.res_attrs = _affinity_attributes(out_devices)
             block = fn.add_entry_block()
             with ir_module.InsertionPoint(block):
                 lowering = Lowering(dynamic=False)
