@@ -120,11 +120,23 @@ def test_narrow_modules_compile_without_data_tiling():
 
 
 @cpu_only("data tiling and the matvec configuration are CPU compile flags")
-def test_wide_modules_keep_data_tiling():
+def test_wide_products_keep_data_tiling():
     m, ms = _data((8, 8), (4, 8, 8))
     for f, args in [(lambda m: m @ m, (m,)), (pyree.vmap(jnp.matmul), (ms, ms)),
                     (lambda m: (m @ m) @ m[0], (m,))]:
         assert rcompile.DATA_TILING_FLAG in _flags(f, *args)
+
+
+@cpu_only("data tiling is a CPU compile flag")
+def test_products_with_few_columns_against_a_large_operand_compile_without_data_tiling():
+    # Measured slower tiled (lower._data_tiling_pays): a convolution's im2col product with 32
+    # filters, a classifier head over 4096 examples, a tall product with few columns.
+    for f, shapes in [(jnp.matmul, ((8192, 576), (576, 32))),
+                      (jnp.matmul, ((4096, 1000), (1000, 10))),
+                      (lambda w, x: w @ x, ((32, 2048), (2048, 2048))),
+                      (pyree.vmap(jnp.matmul), ((2, 2048, 1024), (2, 1024, 128)))]:
+        args = [np.zeros(s, np.float32) for s in shapes]
+        assert rcompile.DATA_TILING_FLAG not in _flags(f, *args), shapes
 
 
 def test_prepare_module_only_drops_data_tiling():

@@ -2168,10 +2168,10 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
     if not narrow and _splits_float32(ctx, precision) and macs > GPU_PLAIN_FLOAT32_MACS:
         return _bf16_split_product(ctx, lhs, rhs, lambda a, b: op(
             "stablehlo.dot_general", [ctx.out_type()], [a, b], attributes).result)
-    if not narrow and out_aval.dtype.kind != "c":
+    if not narrow and out_aval.dtype.kind != "c" and _data_tiling_pays(ctx, lc, lb, rc, rb):
         from pyree.runtime.compile import DATA_TILING_MARK
-        # Only a product with two non-trivial free sides gains from IREE's data tiling; a
-        # module without one compiles without it (see runtime/compile.py, prepare_module).
+        # A module without a marked product compiles without data tiling (see
+        # runtime/compile.py, prepare_module).
         attributes[DATA_TILING_MARK] = mlir().UnitAttr.get()
         if lb and not ctx.dynamic:
             # IREE 3.13 data-tiles a batched product wrongly when it fuses in a producer that
@@ -2325,6 +2325,32 @@ def _is_narrow_contraction(ctx: RuleContext, lc, lb, rc, rb) -> bool:
     lhs_aval, rhs_aval = ctx.avals_in
     return not ctx.dynamic and (_free_size(lhs_aval, lc, lb) == 1
                                 or _free_size(rhs_aval, rc, rb) == 1)
+
+
+# IREE's data tiling re-lays both operands out in tiles, in extra dispatches at every call:
+# for a product with few columns (or rows) against a large operand, that relayout costs more
+# than the tiled kernel gains. One f32 product alone, tiled vs untiled, iree-benchmark-module
+# here (2 threads, a helper's tests beside; M x K @ K x N, ms): 32768x576x32 42-45 vs 12-13,
+# x16 35-37 vs 6-8, x64 47-64 vs 16-21, x128 56-79 vs 42-44; 2048x2048x32 7.6-8.7 vs 4.0;
+# 4096x1000x10 6.7 vs 2.0-2.5; 8192x576x32 8.2-9.8 vs 5.3-5.6; 1024x1024x128 4.0-4.2 vs
+# 3.1-3.6. Larger products gain (1000^3 19-21 vs 36-40; 2048x512x2048 37-42 vs 48), and so do
+# small ones in loops (benchmarks/ad.py's RNN gradient, 32x128 @ 128x128 steps, 1.13-1.26x
+# JAX tiled, 1.40-1.49x untiled: the loop-invariant weights' relayout is hoisted).
+DATA_TILING_NARROW_SIDE = 128
+DATA_TILING_LARGE_OPERAND = 1 << 20
+
+
+def _data_tiling_pays(ctx: RuleContext, lc, lb, rc, rb) -> bool:
+    """Whether a product gains from IREE's data tiling: not when its rows or columns number
+    at most DATA_TILING_NARROW_SIDE while the other operand has DATA_TILING_LARGE_OPERAND
+    elements or more (per batch; unknown shapes: assumed to gain)."""
+    if ctx.dynamic:
+        return True
+    lhs_aval, rhs_aval = ctx.avals_in
+    reduction = math.prod(lhs_aval.shape[d] for d in lc)
+    rows, columns = _free_size(lhs_aval, lc, lb), _free_size(rhs_aval, rc, rb)
+    return not (min(rows, columns) <= DATA_TILING_NARROW_SIDE
+                and max(rows, columns) * reduction >= DATA_TILING_LARGE_OPERAND)
 
 
 def _free_size(aval: ShapedArray, contracting: Sequence[int], batch: Sequence[int]) -> int:
