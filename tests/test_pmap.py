@@ -495,6 +495,20 @@ def test_vmap_gradients_through_collectives_match_central_differences(x64):
                                    atol=1e-12, err_msg=name)
 
 
+def test_vmap_second_derivatives_through_collectives(x64):
+    # The derivative of a derivative transposes the transposes (all_gather -> psum_scatter ->
+    # all_gather...): inside the vmap, the same as differentiating the batched program twice.
+    rng = np.random.default_rng(4)
+    for name, f, _, shape in collective_cases(4):
+        g = _around(f)
+        x = rng.standard_normal((4,) + shape)
+        gradient = lambda v: pyree.grad(lambda q: jnp.sum(g(q)))(v)
+        inside = pyree.vmap(pyree.grad(lambda v: jnp.sum(gradient(v) ** 2)), axis_name="i")(x)
+        outside = pyree.grad(lambda a: jnp.sum(pyree.vmap(gradient, axis_name="i")(a) ** 2))(x)
+        np.testing.assert_allclose(np.asarray(inside), np.asarray(outside), rtol=1e-10,
+                                   atol=1e-10, err_msg=name)
+
+
 def test_pmax_and_pmin_derivatives_average_over_ties():
     # Examples 1 and 3 hold the maximum (and 0 and 2 the minimum): each gets half of the
     # summed cotangent, as reduce_max's derivative gives (JAX 0.10.2 has no rule for pmax).
