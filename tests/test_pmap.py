@@ -20,6 +20,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyree
 import pyree.numpy as jnp
@@ -360,6 +362,18 @@ sharded = pyree.pmap(pyree.grad(lambda block, a, b: loss(lax.all_gather(block, "
                                                          a, b)), "i")(w.reshape(n, 2), X, Y)
 whole = pyree.grad(lambda w: sum(loss(w, X[i], Y[i]) for i in range(n)))(w)
 np.testing.assert_allclose(np.asarray(sharded), np.asarray(whole).reshape(n, 2), rtol=1e-12)
+
+# A vmap inside the pmap: collectives over the pmap axis (batched along the vmap's) and over
+# both axes, differentiated inside both; the same as grad of the batched program.
+X = rng.standard_normal((n, 3, n, 2))
+U = rng.standard_normal((n, 3, 2, n))
+f = lambda v: (lax.all_to_all(v * v, "i", 0, 1)
+               + lax.psum_scatter(v * v, "i")[:, None] * lax.psum(v, ("i", "j")).T)
+per_example = lambda x, u: pyree.vjp(f, x)[1](u)[0]
+inside = pyree.pmap(pyree.vmap(per_example, axis_name="j"), "i")(X, U)
+outside = pyree.grad(lambda X: jnp.vdot(U, pyree.vmap(pyree.vmap(f, axis_name="j"),
+                                                      axis_name="i")(X)))(X)
+np.testing.assert_allclose(np.asarray(inside), np.asarray(outside), rtol=1e-12)
 print("ok")
 """
 
@@ -458,6 +472,29 @@ def test_vmap_all_to_all_matches_numpy(example_shape, split, concat, tiled):
     moved = np.ascontiguousarray(np.moveaxis(x, 0, 2))
     np.testing.assert_array_equal(np.asarray(pyree.vmap(f, axis_name="i", in_axes=2)(moved)),
                                   want)
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, database=None)
+@given(hyp=st.data())
+def test_vmap_pieces_collectives_over_shapes_and_axis_sizes(hyp):
+    """psum_scatter, all_to_all and all_gather against NumPy for drawn axis sizes, ranks,
+    dimensions and tiling."""
+    size = hyp.draw(st.sampled_from([1, 2, 3, 5]), "axis size")
+    rank = hyp.draw(st.integers(1, 3), "rank")
+    tiled = hyp.draw(st.booleans(), "tiled")
+    split = hyp.draw(st.integers(0, rank - 1), "split / scatter dimension")
+    concat = hyp.draw(st.integers(0, rank - 1), "concat / gather dimension")
+    shape = [hyp.draw(st.integers(1, 3)) for _ in range(rank)]
+    shape[split] = size * (hyp.draw(st.integers(1, 2)) if tiled else 1)
+    x = np.random.default_rng(size).standard_normal((size,) + tuple(shape)).astype(np.float32)
+    got = pyree.vmap(lambda v: (lax.psum_scatter(v, "i", scatter_dimension=split, tiled=tiled),
+                                lax.all_to_all(v, "i", split, concat, tiled=tiled),
+                                lax.all_gather(v, "i", axis=concat, tiled=tiled)),
+                     axis_name="i")(x)
+    want = (psum_scatter_reference(x, split, tiled), all_to_all_reference(x, split, concat, tiled),
+            all_gather_reference(x, concat, tiled))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
 
 
 def test_vmap_psum_scatter_and_all_to_all_of_shared_and_outer_operands():
