@@ -374,8 +374,9 @@ def pmap(fun: Optional[Callable] = None, axis_name: Optional[Hashable] = None, *
     mapped axis one per device too, each piece computed on and kept on its device.
 
     Collectives over ``axis_name`` combine the devices' values: ``lax.psum``, ``pmean``,
-    ``pmax``, ``pmin``, ``axis_index``, ``all_gather``, ``ppermute`` (not yet inside loops or
-    conditionals). The whole is one IREE multi-device program (not one
+    ``pmax``, ``pmin``, ``axis_index``, ``all_gather``, ``ppermute``, ``psum_scatter``,
+    ``all_to_all`` (not yet inside loops or conditionals); ``grad`` inside ``fun``
+    differentiates through them. The whole is one IREE multi-device program (not one
     call per device). ``devices`` defaults to the first devices of the default platform (CPU
     devices: ``PYREE_NUM_CPU_DEVICES``); ``in_axes`` / ``out_axes`` as in ``vmap``;
     ``static_broadcasted_argnums`` are passed to ``fun`` as Python values, the same on every

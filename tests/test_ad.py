@@ -234,8 +234,10 @@ def _primitives_in(closed) -> set:
 
 # Primitives that only AD itself creates: reached by the while-loop and custom_vjp tests.
 _CREATED_BY_AD = {"while_count", "counted_loop", "custom_lin"}
-# Primitives that only exist inside vmap: their derivatives are tested in test_vmap_composition.
-_CREATED_BY_AD |= {"psum"}
+# Collectives only exist inside vmap and pmap: their derivatives are tested in test_pmap.py
+# (collective_cases, against central differences) and test_vmap_composition.py.
+_COLLECTIVES = {"psum", "pmax", "pmin", "all_gather", "ppermute", "psum_scatter", "all_to_all"}
+_CREATED_BY_AD |= _COLLECTIVES
 # A JVP rule that refuses with a clear error (grad of pure_callback), tested in test_callbacks.py.
 _CREATED_BY_AD |= {"pure_callback"}
 # Primitives whose derivatives are tested (check_grads) with the rest of their family.
@@ -261,6 +263,10 @@ def test_every_differentiable_primitive_is_exercised():
                                               (f_stop_gradient, (x,)), (f_print_assert, (v,))]:
         seen |= _primitives_in(pyree.make_ir(fun)(*args))
     here = pathlib.Path(__file__).parent
+    pmap_tests = (here / "test_pmap.py").read_text()
+    assert "check_all_derivatives" in pmap_tests
+    for name in _COLLECTIVES:
+        assert f"lax.{name}(" in pmap_tests, name
     for name, file in _TESTED_WITH_THEIR_FAMILY.items():
         assert "check_grads" in (here / file).read_text(), (name, file)
     seen |= set(_TESTED_WITH_THEIR_FAMILY)

@@ -1,20 +1,172 @@
 """pmap over several CPU devices (one IREE multi-device program) and the collectives it shares
-with vmap (psum, pmean, pmax, pmin, axis_index, all_gather, ppermute).
+with vmap (psum, pmean, pmax, pmin, axis_index, all_gather, ppermute, psum_scatter,
+all_to_all), their values and their derivatives.
 
 The device count is fixed when pyree creates its devices, so the multi-device checks run in
 subprocesses started with PYREE_NUM_CPU_DEVICES=2 and 4; each checks pmap results against
-NumPy and against the same function applied to each slice on one device (stacked).
+NumPy and against the same function applied to each slice on one device (stacked). The
+subprocess scripts import this file for the NumPy references of the collectives.
+
+Derivatives through collectives are checked against float64 central differences of the NumPy
+references: under ``vmap(grad(f), axis_name=...)`` or ``pmap(grad(f))`` each example's
+(device's) cotangent is the derivative of the sum over all examples of ``<u, f>`` with respect
+to its input (JAX's convention: psum transposes to psum, all_gather to psum_scatter...).
 """
+import math
 import os
+import pathlib
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyree
 import pyree.numpy as jnp
 from pyree import lax
+
+# -- NumPy references: ``stacked`` holds every example's (device's) operand along axis 0 ------------
+
+
+def _piece(a: np.ndarray, dim: int, index: int, count: int, tiled: bool) -> np.ndarray:
+    if not tiled:
+        return np.take(a, index, axis=dim)
+    width = a.shape[dim] // count
+    return np.take(a, range(index * width, (index + 1) * width), axis=dim)
+
+
+def _join(pieces: list, dim: int, tiled: bool) -> np.ndarray:
+    return np.concatenate(pieces, dim) if tiled else np.stack(pieces, dim)
+
+
+def psum_scatter_reference(stacked: np.ndarray, dim: int, tiled: bool) -> np.ndarray:
+    n, total = stacked.shape[0], stacked.sum(0)
+    return np.stack([_piece(total, dim, i, n, tiled) for i in range(n)])
+
+
+def all_to_all_reference(stacked: np.ndarray, split: int, concat: int, tiled: bool) -> np.ndarray:
+    n = stacked.shape[0]
+    return np.stack([_join([_piece(stacked[j], split, i, n, tiled) for j in range(n)], concat,
+                           tiled) for i in range(n)])
+
+
+def all_gather_reference(stacked: np.ndarray, dim: int, tiled: bool) -> np.ndarray:
+    n = stacked.shape[0]
+    return np.stack([_join(list(stacked), dim, tiled)] * n)
+
+
+def ppermute_reference(stacked: np.ndarray, perm: list) -> np.ndarray:
+    out = np.zeros_like(stacked)
+    for src, dst in perm:
+        out[dst] = stacked[src]
+    return out
+
+
+def collective_cases(n: int) -> list:
+    """(name, per-example function, NumPy reference of the stacked result, example shape) for
+    every collective over an axis "i" of size ``n``, in its different forms."""
+    ring = [(j, (j + 1) % n) for j in range(n)]
+    # Sources that send nothing, destinations that get nothing:
+    partial = [(0, n - 1)] + ([(n - 1, 1)] if n > 2 else [])
+    bcast = lambda r: (lambda X: np.broadcast_to(r(X), X.shape))
+    return [
+        ("psum", lambda v: lax.psum(v, "i"), bcast(lambda X: X.sum(0)), (3,)),
+        ("pmean", lambda v: lax.pmean(v, "i"), bcast(lambda X: X.mean(0)), (3,)),
+        ("pmax", lambda v: lax.pmax(v, "i"), bcast(lambda X: X.max(0)), (3,)),
+        ("pmin", lambda v: lax.pmin(v, "i"), bcast(lambda X: X.min(0)), (3,)),
+        ("all_gather", lambda v: lax.all_gather(v, "i", axis=1),
+         lambda X: all_gather_reference(X, 1, False), (3, 2)),
+        ("all_gather tiled", lambda v: lax.all_gather(v, "i", tiled=True),
+         lambda X: all_gather_reference(X, 0, True), (2, 3)),
+        ("ppermute ring", lambda v: lax.ppermute(v, "i", ring),
+         lambda X: ppermute_reference(X, ring), (3,)),
+        ("ppermute partial", lambda v: lax.ppermute(v, "i", partial),
+         lambda X: ppermute_reference(X, partial), (3,)),
+        ("psum_scatter", lambda v: lax.psum_scatter(v, "i", scatter_dimension=1),
+         lambda X: psum_scatter_reference(X, 1, False), (3, n)),
+        ("psum_scatter tiled", lambda v: lax.psum_scatter(v, "i", tiled=True),
+         lambda X: psum_scatter_reference(X, 0, True), (2 * n, 3)),
+        ("all_to_all", lambda v: lax.all_to_all(v, "i", 0, 1),
+         lambda X: all_to_all_reference(X, 0, 1, False), (n, 3)),
+        ("all_to_all tiled", lambda v: lax.all_to_all(v, "i", 1, 0, tiled=True),
+         lambda X: all_to_all_reference(X, 1, 0, True), (3, 2 * n)),
+    ]
+
+
+def _around(f):
+    """``f`` between nonlinear functions, so that its derivative depends on where it is taken
+    (polynomials: float64 sin and cos are long formulas in pyree's programs, which made IREE's
+    compile of the 4-device pmap of every case take minutes)."""
+    def around(v):
+        w = f(v + 0.5 * v * v)
+        return w * w - w
+    return around
+
+
+def _around_reference(reference):
+    def around(X):
+        w = reference(X + 0.5 * X * X)
+        return w * w - w
+    return around
+
+
+def all_derivatives(cases: list, n: int):
+    """A per-example function of flat float64 vectors (x, t, u) returning, for every case, the
+    value of its function at x, its JVP along t, and its VJP of u (the derivatives computed
+    inside the vmap or pmap it is mapped with), flattened and concatenated: one program, and
+    one result to assemble, for all the collectives. Also how to cut the inputs and outputs."""
+    out_shapes = [reference(np.zeros((n,) + shape)).shape[1:] for _, _, reference, shape in cases]
+
+    def per_example(x, t, u):
+        results, xo, uo = [], 0, 0
+        for (_, f, _, shape), out_shape in zip(cases, out_shapes):
+            size, out_size = math.prod(shape), math.prod(out_shape)
+            xi = x[xo:xo + size].reshape(shape)
+            ti = t[xo:xo + size].reshape(shape)
+            ui = u[uo:uo + out_size].reshape(out_shape)
+            xo, uo = xo + size, uo + out_size
+            g = _around(f)
+            value, tangent = pyree.jvp(g, (xi,), (ti,))
+            (cotangent,) = pyree.vjp(g, xi)[1](ui)
+            results += [value.ravel(), tangent.ravel(), cotangent.ravel()]
+        return jnp.concatenate(results)
+    return per_example, out_shapes
+
+
+def check_all_derivatives(mapped, cases: list, n: int, seed: int = 0) -> None:
+    """``mapped(per_example)`` (a vmap or pmap over "i" of size ``n``) gives every case's value,
+    JVP and VJP equal to the NumPy reference and its float64 central differences."""
+    per_example, out_shapes = all_derivatives(cases, n)
+    rng = np.random.default_rng(seed)
+    X = [rng.standard_normal((n,) + shape) for *_, shape in cases]
+    T = [rng.standard_normal(x.shape) for x in X]
+    U = [rng.standard_normal((n,) + s) for s in out_shapes]
+    flat = lambda arrays: np.concatenate([a.reshape(n, -1) for a in arrays], axis=1)
+    got = np.asarray(mapped(per_example)(flat(X), flat(T), flat(U)))
+    assert got.dtype == np.float64
+    eps, offset = 1e-6, 0
+    for (name, _, reference, _), x, t, u in zip(cases, X, T, U):
+        g = _around_reference(reference)
+        pieces = []
+        for shape in (u.shape, u.shape, x.shape):
+            size = math.prod(shape[1:])
+            pieces.append(got[:, offset:offset + size].reshape(shape))
+            offset += size
+        value, tangent, cotangent = pieces
+        np.testing.assert_allclose(value, g(x), rtol=1e-12, atol=1e-12, err_msg=name)
+        central = (g(x + eps * t) - g(x - eps * t)) / (2 * eps)
+        np.testing.assert_allclose(tangent, central, rtol=1e-6, atol=1e-8, err_msg=f"{name} jvp")
+        central = np.zeros_like(x)
+        for index in np.ndindex(x.shape):
+            step = np.zeros_like(x)
+            step[index] = eps
+            central[index] = (np.vdot(u, g(x + step)) - np.vdot(u, g(x - step))) / (2 * eps)
+        np.testing.assert_allclose(cotangent, central, rtol=1e-6, atol=1e-8,
+                                   err_msg=f"{name} vjp")
+    assert offset == got.shape[1]
+
 
 _ON_N_DEVICES = r"""
 import numpy as np
@@ -73,6 +225,20 @@ ring = [(j, (j + 1) % n) for j in range(n)]
 check(pyree.pmap(lambda v: lax.ppermute(v, "i", ring), "i")(x), np.roll(x, 1, axis=0))
 check(pyree.pmap(lambda v: lax.ppermute(v, "i", [(0, n - 1)]), "i")(x),
       np.concatenate([np.zeros((n - 1, 3), np.float32), x[:1]]))
+# psum_scatter and all_to_all: each device's piece of the sum, of every device's pieces
+from test_pmap import all_to_all_reference, psum_scatter_reference
+blocks = rng.standard_normal((n, 2 * n, 3)).astype(np.float32)
+rows = rng.standard_normal((n, 3, n)).astype(np.float32)
+check(pyree.pmap(lambda v: lax.psum_scatter(v, "i", tiled=True), "i")(blocks),
+      psum_scatter_reference(blocks, 0, True))
+check(pyree.pmap(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1), "i")(rows),
+      psum_scatter_reference(rows, 1, False))
+check(pyree.pmap(lambda v: lax.all_to_all(v, "i", 1, 0), "i")(rows),
+      all_to_all_reference(rows, 1, 0, False))
+check(pyree.pmap(lambda v: lax.all_to_all(v, "i", 0, 1, tiled=True), "i")(blocks),
+      all_to_all_reference(blocks, 0, 1, True))
+check(pyree.pmap(lambda a: pyree.vmap(lambda b: lax.psum_scatter(b, "i"), axis_name="j")(a),
+                 "i")(rows), psum_scatter_reference(rows, 1, False))
 # a vmap inside the pmap: psum over both axes
 xx = rng.standard_normal((n, 5, 3)).astype(np.float32)
 check(pyree.pmap(lambda a: pyree.vmap(lambda b: lax.psum(b, ("i", "j")), axis_name="j")(a),
@@ -152,6 +318,12 @@ for bad, text in [
     else:
         raise AssertionError(f"no error for {text}")
 try:
+    pyree.pmap(lambda v: lax.psum_scatter(v, "i", tiled=True), "i")(x[:, :1])
+except ValueError as e:
+    assert "not divisible by the size" in str(e) and "test_pmap_script" in str(e), e
+else:
+    raise AssertionError("a scatter dimension not divisible by the device count must fail")
+try:
     pyree.pmap(lambda v: lax.psum(v, "k"), "i")(x)
 except NameError as e:
     assert "unbound axis name: 'k'" in str(e) and "test_pmap_script" in str(e), e
@@ -167,15 +339,66 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("count", [2, 4])
-def test_pmap_on_several_cpu_devices(count, tmp_path):
+_GRADIENTS_ON_N_DEVICES = r"""
+import numpy as np
+import pyree, pyree.numpy as jnp
+from pyree import lax
+from test_pmap import check_all_derivatives, collective_cases
+
+n = len(pyree.devices())
+# Every collective's value, JVP and VJP computed on the devices (grad inside the pmap), one
+# program for all of them, against float64 central differences.
+check_all_derivatives(lambda f: pyree.pmap(f, "i"), collective_cases(n), n)
+
+# Sharded parameters (each device holds a block of w): all_gather puts the whole w together
+# for each device's batch, and the gradient of a block is the psum_scatter of the devices'
+# gradients, which is the block of the whole batch's gradient.
+rng = np.random.default_rng(1)
+X = rng.standard_normal((n, 8, 2 * n))
+Y = rng.standard_normal((n, 8))
+w = rng.standard_normal(2 * n)
+loss = lambda w, a, b: jnp.mean((a @ w - b) ** 2)
+sharded = pyree.pmap(pyree.grad(lambda block, a, b: loss(lax.all_gather(block, "i", tiled=True),
+                                                         a, b)), "i")(w.reshape(n, 2), X, Y)
+whole = pyree.grad(lambda w: sum(loss(w, X[i], Y[i]) for i in range(n)))(w)
+np.testing.assert_allclose(np.asarray(sharded), np.asarray(whole).reshape(n, 2), rtol=1e-12)
+
+# A vmap inside the pmap: collectives over the pmap axis (batched along the vmap's) and over
+# both axes, differentiated inside both; the same as grad of the batched program.
+X = rng.standard_normal((n, 3, n, 2))
+U = rng.standard_normal((n, 3, 2, n))
+f = lambda v: (lax.all_to_all(v * v, "i", 0, 1)
+               + lax.psum_scatter(v * v, "i")[:, None] * lax.psum(v, ("i", "j")).T)
+per_example = lambda x, u: pyree.vjp(f, x)[1](u)[0]
+inside = pyree.pmap(pyree.vmap(per_example, axis_name="j"), "i")(X, U)
+outside = pyree.grad(lambda X: jnp.vdot(U, pyree.vmap(pyree.vmap(f, axis_name="j"),
+                                                      axis_name="i")(X)))(X)
+np.testing.assert_allclose(np.asarray(inside), np.asarray(outside), rtol=1e-12)
+print("ok")
+"""
+
+
+def _run_on_devices(script_text: str, count: int, tmp_path, **env_vars: str) -> None:
+    """Run a script in a process with ``count`` CPU devices; it imports this file (for the
+    NumPy references) and prints "ok" at its end."""
     script = tmp_path / "test_pmap_script.py"
-    script.write_text(_ON_N_DEVICES)
+    tests = str(pathlib.Path(__file__).parent)
+    script.write_text(f"import sys\nsys.path.insert(0, {tests!r})\n" + script_text)
     env = dict(os.environ, PYREE_NUM_CPU_DEVICES=str(count), PYREE_PLATFORM="cpu",
-               PYREE_EAGER_WARMUP="0")
+               PYREE_EAGER_WARMUP="0", **env_vars)
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-4000:]
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_pmap_on_several_cpu_devices(count, tmp_path):
+    _run_on_devices(_ON_N_DEVICES, count, tmp_path)
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_pmap_gradients_through_collectives_match_central_differences(count, tmp_path):
+    _run_on_devices(_GRADIENTS_ON_N_DEVICES, count, tmp_path, PYREE_ENABLE_X64="1")
 
 
 def test_pmap_module_places_values_on_devices():
@@ -218,3 +441,140 @@ def test_vmap_axis_index_all_gather_ppermute():
         np.concatenate([x[1:2], np.zeros((3, 3), np.float32)]))
     with pytest.raises(ValueError, match="distinct destinations"):
         pyree.vmap(lambda v: lax.ppermute(v, "i", [(0, 1), (2, 1)]), axis_name="i")(x)
+
+
+# -- psum_scatter and all_to_all under vmap; derivatives through every collective --------------------
+
+@pytest.mark.parametrize("example_shape, dim, tiled", [
+    ((4, 5), 0, False), ((3, 4, 2), 1, False), ((3, 8), 1, True), ((8, 3), -2, True),
+    ((4,), 0, False)])
+def test_vmap_psum_scatter_matches_numpy(example_shape, dim, tiled):
+    x = np.random.default_rng(0).standard_normal((4,) + example_shape).astype(np.float32)
+    want = psum_scatter_reference(x, dim % len(example_shape), tiled)
+    f = lambda v: lax.psum_scatter(v, "i", scatter_dimension=dim, tiled=tiled)
+    np.testing.assert_allclose(np.asarray(pyree.vmap(f, axis_name="i")(x)), want, rtol=1e-5,
+                               atol=1e-6)
+    moved = np.ascontiguousarray(np.moveaxis(x, 0, 1))
+    np.testing.assert_allclose(np.asarray(pyree.jit(pyree.vmap(f, axis_name="i", in_axes=1))(
+        moved)), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("example_shape, split, concat, tiled", [
+    ((4, 3), 0, 0, False), ((4, 3), 0, 1, False), ((3, 4, 2), 1, 2, False),
+    ((2, 3, 4), -1, 1, False), ((8, 3), 0, 1, True), ((8, 3), 0, 0, True),
+    ((3, 8), 1, 0, True), ((5, 8, 3), 1, 1, True)])
+def test_vmap_all_to_all_matches_numpy(example_shape, split, concat, tiled):
+    x = np.random.default_rng(1).standard_normal((4,) + example_shape).astype(np.float32)
+    rank = len(example_shape)
+    want = all_to_all_reference(x, split % rank, concat % rank, tiled)
+    f = lambda v: lax.all_to_all(v, "i", split, concat, tiled=tiled)
+    np.testing.assert_array_equal(np.asarray(pyree.vmap(f, axis_name="i")(x)), want)
+    moved = np.ascontiguousarray(np.moveaxis(x, 0, 2))
+    np.testing.assert_array_equal(np.asarray(pyree.vmap(f, axis_name="i", in_axes=2)(moved)),
+                                  want)
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, database=None)
+@given(hyp=st.data())
+def test_vmap_pieces_collectives_over_shapes_and_axis_sizes(hyp):
+    """psum_scatter, all_to_all and all_gather against NumPy for drawn axis sizes, ranks,
+    dimensions and tiling."""
+    size = hyp.draw(st.sampled_from([1, 2, 3, 5]), "axis size")
+    rank = hyp.draw(st.integers(1, 3), "rank")
+    tiled = hyp.draw(st.booleans(), "tiled")
+    split = hyp.draw(st.integers(0, rank - 1), "split / scatter dimension")
+    concat = hyp.draw(st.integers(0, rank - 1), "concat / gather dimension")
+    shape = [hyp.draw(st.integers(1, 3)) for _ in range(rank)]
+    shape[split] = size * (hyp.draw(st.integers(1, 2)) if tiled else 1)
+    x = np.random.default_rng(size).standard_normal((size,) + tuple(shape)).astype(np.float32)
+    got = pyree.vmap(lambda v: (lax.psum_scatter(v, "i", scatter_dimension=split, tiled=tiled),
+                                lax.all_to_all(v, "i", split, concat, tiled=tiled),
+                                lax.all_gather(v, "i", axis=concat, tiled=tiled)),
+                     axis_name="i")(x)
+    want = (psum_scatter_reference(x, split, tiled), all_to_all_reference(x, split, concat, tiled),
+            all_gather_reference(x, concat, tiled))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+
+
+def test_vmap_psum_scatter_and_all_to_all_of_shared_and_outer_operands():
+    zeros = np.zeros(4, np.float32)
+    # An operand every example shares (as JAX's pmap: each gets its piece of 4 copies' sum).
+    np.testing.assert_allclose(np.asarray(pyree.vmap(
+        lambda v: lax.psum_scatter(jnp.arange(4.0), "i") + v, axis_name="i")(zeros)),
+        [0.0, 4.0, 8.0, 12.0])
+    np.testing.assert_allclose(np.asarray(pyree.vmap(
+        lambda v: lax.all_to_all(jnp.arange(4.0), "i", 0, 0) + v, axis_name="i")(zeros)),
+        np.repeat(np.arange(4.0), 4).reshape(4, 4))
+    # Over the outer of two nested vmaps: per inner example.
+    x = np.random.default_rng(2).standard_normal((4, 3, 4, 5)).astype(np.float32)
+    inner = lambda f, **kw: pyree.vmap(pyree.vmap(f, axis_name="j", **kw), axis_name="i")
+    np.testing.assert_allclose(
+        np.asarray(inner(lambda v: lax.psum_scatter(v, "i"))(x)),
+        np.stack([psum_scatter_reference(x[:, k], 0, False) for k in range(3)], 1), rtol=1e-5)
+    np.testing.assert_array_equal(
+        np.asarray(inner(lambda v: lax.all_to_all(v, "i", 1, 0, tiled=True), in_axes=2)(x)),
+        np.stack([all_to_all_reference(x[..., k], 1, 0, True) for k in range(5)], 1))
+
+
+def test_vmap_gradients_through_collectives_match_central_differences(x64):
+    cases = collective_cases(4)
+    check_all_derivatives(lambda f: pyree.vmap(f, axis_name="i"), cases, 4)
+    # grad outside the vmap differentiates the batched computation (no collective left):
+    # the same cotangents.
+    rng = np.random.default_rng(3)
+    for name, f, reference, shape in cases:
+        x = rng.standard_normal((4,) + shape)
+        u = rng.standard_normal(reference(x).shape)
+        inside = pyree.vmap(lambda a, b: pyree.vjp(_around(f), a)[1](b)[0], axis_name="i")(x, u)
+        outside = pyree.grad(lambda a: jnp.vdot(u, pyree.vmap(_around(f), axis_name="i")(a)))(x)
+        np.testing.assert_allclose(np.asarray(inside), np.asarray(outside), rtol=1e-12,
+                                   atol=1e-12, err_msg=name)
+
+
+def test_vmap_second_derivatives_through_collectives(x64):
+    # The derivative of a derivative transposes the transposes (all_gather -> psum_scatter ->
+    # all_gather...): inside the vmap, the same as differentiating the batched program twice.
+    rng = np.random.default_rng(4)
+    for name, f, _, shape in collective_cases(4):
+        g = _around(f)
+        x = rng.standard_normal((4,) + shape)
+        gradient = lambda v: pyree.grad(lambda q: jnp.sum(g(q)))(v)
+        inside = pyree.vmap(pyree.grad(lambda v: jnp.sum(gradient(v) ** 2)), axis_name="i")(x)
+        outside = pyree.grad(lambda a: jnp.sum(pyree.vmap(gradient, axis_name="i")(a) ** 2))(x)
+        np.testing.assert_allclose(np.asarray(inside), np.asarray(outside), rtol=1e-10,
+                                   atol=1e-10, err_msg=name)
+
+
+def test_pmax_and_pmin_derivatives_average_over_ties():
+    # Examples 1 and 3 hold the maximum (and 0 and 2 the minimum): each gets half of the
+    # summed cotangent, as reduce_max's derivative gives (JAX 0.10.2 has no rule for pmax).
+    x = np.array([1.0, 3.0, 1.0, 3.0], np.float32)
+    for collective, want in [(lax.pmax, [0, 2, 0, 2]), (lax.pmin, [2, 0, 2, 0])]:
+        g = pyree.vmap(pyree.grad(lambda v: collective(v, "i")), axis_name="i")(x)
+        np.testing.assert_allclose(np.asarray(g), want)
+        whole = pyree.grad(lambda a: pyree.vmap(lambda v: collective(v, "i"),
+                                                 axis_name="i")(a).sum())(x)
+        np.testing.assert_allclose(np.asarray(whole), want)
+
+
+@pytest.mark.parametrize("fun, error, text", [
+    (lambda v: lax.psum_scatter(v, "k"), NameError, "unbound axis name: 'k'"),
+    (lambda v: lax.all_to_all(v, "k", 0, 0), NameError, "unbound axis name: 'k'"),
+    (lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True), ValueError,
+     "dimension 1 .* has size 6, which is not divisible by the size 4 of axis 'i'"),
+    (lambda v: lax.psum_scatter(v, "i", scatter_dimension=1), ValueError,
+     "has size 6, but it must equal the size 4"),
+    (lambda v: lax.psum_scatter(v, "i", scatter_dimension=2), ValueError,
+     "scatter_dimension 2 is out of range for an operand of rank 2"),
+    (lambda v: lax.psum_scatter(v[0, 0], "i"), ValueError, "rank at least 1"),
+    (lambda v: lax.all_to_all(v, "i", 1, 0, tiled=True), ValueError,
+     "split_axis: the operand's dimension 1 .* not divisible by the size 4"),
+    (lambda v: lax.all_to_all(v, "i", 0, 2), ValueError,
+     "concat_axis 2 is out of range"),
+    (lambda v: lax.all_to_all(v, ("i", "i"), 0, 0), NotImplementedError, "several axes"),
+])
+def test_collective_argument_errors_name_the_line(fun, error, text):
+    x = np.ones((4, 4, 6), np.float32)
+    with pytest.raises(error, match=f"(?s){text}.*test_pmap\\.py"):
+        pyree.vmap(fun, axis_name="i")(x)

@@ -656,20 +656,3 @@ def _effect_jvp(prim):
 
 
 jvp_rules[check_p] = _effect_jvp(check_p)
-
-# -- collectives over a vmap's named axis ------------------------------------------------------------
-# psum is linear: its JVP is the psum of the tangents, and its transpose is psum again (each
-# example's input reaches every example's output).
-
-from .batching import psum_p  # noqa: E402
-
-
-def _psum_jvp(primals, tangents, *, axis_name):
-    (x,), (t,) = primals, tangents
-    return [psum_p.bind(x, axis_name=axis_name)], [psum_p.bind(instantiate(t),
-                                                               axis_name=axis_name)]
-
-
-jvp_rules[psum_p] = _psum_jvp
-transpose_rules[psum_p] = lambda ct, x, *, axis_name: [
-    None if isinstance(ct, Zero) else psum_p.bind(ct, axis_name=axis_name)]

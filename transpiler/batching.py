@@ -19,9 +19,8 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 import numpy as np
 
 from .ir import IR, Atom, ClosedIR, Literal, ShapedArray, Var
-from .lower import lowering_rules
 from .source import where
-from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
+from .trace import Primitive, TypedScalar, bind, get_aval, located
 from . import primitives as P
 
 # primitive -> rule(axis, values, dims, **params) -> (outputs, output batch dims)
@@ -452,7 +451,7 @@ batching_rules.update({
 })
 
 
-# -- collectives over a named axis -----------------------------------------------------------------
+# -- named axes (the collectives that name them: collectives.py) ----------------------------------
 
 class _AxisNames(threading.local):
     def __init__(self) -> None:
@@ -491,62 +490,3 @@ def check_axis_names(names: tuple, what: str) -> None:
             raise NameError(f"unbound axis name: {name!r} ({what} names an axis that no "
                             f"enclosing vmap or pmap (axis_name=...) defines; bound here: "
                             f"{bound or 'none'}){where(None)}")
-
-
-def _collective(name: str, reduce: Primitive, combine_unbatched: Callable) -> Primitive:
-    prim = Primitive(name)
-    abstract_eval_rules[prim] = lambda x, *, axis_name: x
-    named_axis_params[prim] = "axis_name"
-
-    def lowering(ctx, x, *, axis_name):
-        raise NameError(f"unbound axis name: {axis_name[0]!r} ({name} outside the vmap that "
-                        f"defines it)")
-
-    def rule(axis: BatchAxis, values, dims, *, axis_name):
-        (x,), (d,) = values, dims
-        if axis.name not in axis_name:  # another (outer) vmap's axis: elementwise here
-            return [prim.bind(x, axis_name=axis_name)], [d]
-        if d is None:
-            out = combine_unbatched(x, axis.size)
-        else:
-            out = reduce.bind(x, axes=(d,))
-        rest = tuple(n for n in axis_name if n != axis.name)
-        if rest:
-            out = prim.bind(out, axis_name=rest)
-        return [out], [None]
-
-    batching_rules[prim] = rule
-    lowering_rules[prim] = lowering
-    return prim
-
-
-def _times_size(x, size):
-    aval = get_aval(x)
-    return P.mul_p.bind(x, TypedScalar(size, aval.dtype, aval.weak_type))
-
-
-psum_p = _collective("psum", P.reduce_sum_p, _times_size)
-pmax_p = _collective("pmax", P.reduce_max_p, lambda x, size: x)
-pmin_p = _collective("pmin", P.reduce_min_p, lambda x, size: x)
-
-
-# The position along a named axis: in a vmap, each example's index (an iota along the batch
-# axis); in a pmap, the device's (spmd.py).
-axis_index_p = Primitive("axis_index")
-abstract_eval_rules[axis_index_p] = lambda *, axis_name: ShapedArray((), np.dtype(np.int32))
-named_axis_params[axis_index_p] = "axis_name"
-
-
-def _axis_index_lowering(ctx, *, axis_name):
-    raise NameError(f"unbound axis name: {axis_name[0]!r} (axis_index outside the vmap or pmap "
-                    f"that defines it)")
-
-
-def _axis_index_rule(axis: BatchAxis, values, dims, *, axis_name):
-    if axis.name not in axis_name:
-        return [axis_index_p.bind(axis_name=axis_name)], [None]
-    return [P.iota_p.bind(dtype=np.dtype(np.int32), shape=(axis.size,), dimension=0)], [0]
-
-
-batching_rules[axis_index_p] = _axis_index_rule
-lowering_rules[axis_index_p] = _axis_index_lowering

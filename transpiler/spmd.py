@@ -13,21 +13,19 @@ runs ("UNIMPLEMENTED; collectives not implemented; while invoking native functio
 hal.channel.create"). And IREE's collectives are one rank per program (MPI style), whereas a
 pmap over local devices is one program driving all of them.
 
-Rules live in ``spmd_rules``::
+Rules live in ``spmd_rules`` (the collectives' in transpiler/collectives.py, with their other
+rules)::
 
-    rule(values_per_device, **params) -> outputs_per_device   (one primitive output each)
+    rule(axis, values_per_device, **params) -> outputs_per_device   (a list of outputs each)
 
-where ``values_per_device[i]`` is device ``i``'s value of the operand.
+where ``values_per_device[i]`` is device ``i``'s list of operands.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Optional, Sequence
 
-import numpy as np
-
-from .batching import (BatchAxis, _names_axis, axis_index_p, batching_rules, named_axis_params,
-                       pmax_p, pmin_p, psum_p)
-from .ir import ClosedIR, Literal, ShapedArray, Var
+from .batching import BatchAxis, _names_axis, named_axis_params
+from .ir import ClosedIR, Literal, Var
 from .lower import device_promise, lowering_rules, op
 from .source import where
 from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
@@ -115,56 +113,6 @@ def spmd_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]], axis: SpmdAxis)
     return [[read(i, a) for a in ir.outs] for i in range(n)]
 
 
-# -- collectives -----------------------------------------------------------------------------------
-
-def _others(axis_name: tuple, axis: SpmdAxis) -> tuple:
-    return tuple(name for name in axis_name if name != axis.name)
-
-
-def _reduction(combine: Primitive, times_size: bool) -> Callable:
-    """A rule reducing over the devices with ``combine``: every device adds up (or takes the
-    max of) all devices' values moved to it, in device order, so that every device computes
-    the same operations on the same values and gets a bit-identical result."""
-    def rule(axis: SpmdAxis, per_device, *, axis_name):
-        prim = _REDUCTIONS[combine]
-        values = [ins[0] for ins in per_device]
-        if isinstance(values[0], TypedScalar):
-            # A constant, the same on every device (pmean's count, psum(1)).
-            x = values[0]
-            out = (P.mul_p.bind(x, TypedScalar(axis.size, get_aval(x).dtype, get_aval(x).weak_type))
-                   if times_size else x)
-            outs = [out] * axis.size
-        else:
-            outs = []
-            for i in range(axis.size):
-                moved = [values[j] if j == i else transfer(values[j], i)
-                         for j in range(axis.size)]
-                total = moved[0]
-                for value in moved[1:]:
-                    total = combine.bind(total, value)
-                outs.append(total)
-        rest = _others(axis_name, axis)
-        if rest:  # the other names are vmap axes outside the pmap: not supported yet
-            outs = [prim.bind(o, axis_name=rest) for o in outs]
-        return [[o] for o in outs]
-    return rule
-
-
-_REDUCTIONS = {P.add_p: psum_p, P.max_p: pmax_p, P.min_p: pmin_p}
-spmd_rules[psum_p] = _reduction(P.add_p, times_size=True)
-spmd_rules[pmax_p] = _reduction(P.max_p, times_size=False)
-spmd_rules[pmin_p] = _reduction(P.min_p, times_size=False)
-
-
-def _axis_index_rule(axis: SpmdAxis, per_device, *, axis_name):
-    if _others(axis_name, axis):
-        raise NotImplementedError("pmap: axis_index over several axes is not supported yet")
-    return [[TypedScalar(i, np.dtype(np.int32), False)] for i in range(axis.size)]
-
-
-spmd_rules[axis_index_p] = _axis_index_rule
-
-
 # -- splitting and assembling the mapped axis ------------------------------------------------------
 
 def take(x: Any, axis: int, index: int) -> Any:
@@ -189,128 +137,3 @@ def stack(pieces: Sequence[Any], axis: int) -> Any:
     if len(expanded) == 1:
         return expanded[0]
     return P.concatenate_p.bind(*expanded, dimension=axis)
-
-
-# -- all_gather and ppermute (vmap and pmap) -------------------------------------------------------
-
-all_gather_p = Primitive("all_gather")
-ppermute_p = Primitive("ppermute")
-
-
-def _all_gather_abstract(x: ShapedArray, *, axis_name, all_gather_dimension: int, tiled: bool,
-                         axis_size: int) -> ShapedArray:
-    shape = list(x.shape)
-    if tiled:
-        if not shape:
-            raise TypeError("all_gather(tiled=True) needs an operand of rank at least 1")
-        shape[all_gather_dimension] *= axis_size
-    else:
-        shape.insert(all_gather_dimension, axis_size)
-    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
-
-
-abstract_eval_rules[all_gather_p] = _all_gather_abstract
-abstract_eval_rules[ppermute_p] = lambda x, *, axis_name, perm: x
-named_axis_params[all_gather_p] = "axis_name"
-named_axis_params[ppermute_p] = "axis_name"
-
-
-def _unbound_lowering(name: str) -> Callable:
-    def lowering(ctx, x, **params):
-        raise NameError(f"unbound axis name: {params['axis_name'][0]!r} ({name} outside the "
-                        f"vmap or pmap that defines it)")
-    return lowering
-
-
-lowering_rules[all_gather_p] = _unbound_lowering("all_gather")
-lowering_rules[ppermute_p] = _unbound_lowering("ppermute")
-
-
-def _one_axis(axis_name: tuple, what: str) -> None:
-    if len(axis_name) != 1:
-        raise NotImplementedError(f"{what} over several axes at once ({axis_name}) is not "
-                                  f"supported yet")
-
-
-def _gathered(pieces: Sequence[Any], dimension: int, tiled: bool) -> Any:
-    """All examples' (devices') values joined along ``dimension``: a new axis, or (``tiled``)
-    the existing one."""
-    if not tiled:
-        return stack(pieces, dimension)
-    if len(pieces) == 1:
-        return pieces[0]
-    return P.concatenate_p.bind(*pieces, dimension=dimension)
-
-
-def _zeros_like(x: Any) -> Any:
-    aval = get_aval(x)
-    zero = TypedScalar(0, aval.dtype, aval.weak_type)
-    return P.broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=())
-
-
-def _sources(perm: tuple, size: int) -> dict:
-    """For each destination of a ``ppermute``, its source."""
-    sources = {}
-    for src, dst in perm:
-        if not (0 <= src < size and 0 <= dst < size) or dst in sources:
-            raise ValueError(f"ppermute perm {perm} must be (source, destination) pairs of "
-                             f"distinct destinations within an axis of size {size}")
-        sources[dst] = src
-    if len(set(sources.values())) != len(sources):
-        raise ValueError(f"ppermute perm {perm} sends from one source twice")
-    return sources
-
-
-def _all_gather_spmd(axis: SpmdAxis, per_device, *, axis_name, all_gather_dimension, tiled,
-                     axis_size):
-    _one_axis(axis_name, "all_gather")
-    values = [ins[0] for ins in per_device]
-    return [[_gathered([v if j == i else transfer(v, i) for j, v in enumerate(values)],
-                       all_gather_dimension, tiled)] for i in range(axis.size)]
-
-
-def _ppermute_spmd(axis: SpmdAxis, per_device, *, axis_name, perm):
-    _one_axis(axis_name, "ppermute")
-    values = [ins[0] for ins in per_device]
-    sources = _sources(perm, axis.size)
-    outs = []
-    for i in range(axis.size):
-        src = sources.get(i)
-        outs.append([_zeros_like(values[i]) if src is None else
-                     values[i] if src == i else transfer(values[src], i)])
-    return outs
-
-
-spmd_rules[all_gather_p] = _all_gather_spmd
-spmd_rules[ppermute_p] = _ppermute_spmd
-
-
-def _all_gather_batched(axis: BatchAxis, values, dims, *, axis_name, all_gather_dimension,
-                        tiled, axis_size):
-    from .batching import to_front
-    (x,), (d,) = values, dims
-    if axis.name not in axis_name:   # another (outer) axis: per example, batch axis in front
-        x = to_front(x, d, axis.size)
-        return [all_gather_p.bind(x, axis_name=axis_name, axis_size=axis_size, tiled=tiled,
-                                  all_gather_dimension=all_gather_dimension + 1)], [0]
-    _one_axis(axis_name, "all_gather")
-    x = to_front(x, d, axis.size)
-    pieces = [take(x, 0, k) for k in range(axis.size)]
-    return [_gathered(pieces, all_gather_dimension, tiled)], [None]
-
-
-def _ppermute_batched(axis: BatchAxis, values, dims, *, axis_name, perm):
-    from .batching import to_front
-    (x,), (d,) = values, dims
-    if axis.name not in axis_name:
-        return [ppermute_p.bind(x, axis_name=axis_name, perm=perm)], [d]
-    _one_axis(axis_name, "ppermute")
-    x = to_front(x, d, axis.size)
-    sources = _sources(perm, axis.size)
-    rows = [take(x, 0, k) for k in range(axis.size)]
-    out = [rows[sources[k]] if k in sources else _zeros_like(rows[k]) for k in range(axis.size)]
-    return [stack(out, 0)], [0]
-
-
-batching_rules[all_gather_p] = _all_gather_batched
-batching_rules[ppermute_p] = _ppermute_batched

@@ -1,0 +1,226 @@
+"""Part of ``pyree.lax``: collectives over the named axis of an enclosing ``vmap`` or ``pmap``
+(``jax.lax``'s names and forms). Each takes a pytree ``x`` (all but ``axis_index``) and the
+``axis_name`` given to the ``vmap`` / ``pmap`` (or a tuple of names, for ``psum``, ``pmean``,
+``pmax``, ``pmin``).
+
+Example::
+
+    from pyree import lax
+    pyree.vmap(lambda v: v / lax.psum(v, "i"), axis_name="i")(jnp.arange(4.0))
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pyree import tree_util
+from pyree.transpiler import batching
+from pyree.transpiler import collectives as _c
+from pyree.transpiler.source import where
+from pyree.transpiler.trace import get_aval
+
+__all__ = ["psum", "pmax", "pmin", "pmean", "axis_index", "all_gather", "ppermute",
+           "psum_scatter", "all_to_all"]
+
+
+def _axis_names(axis_name: Any, what: str) -> tuple:
+    """``axis_name`` (a name or a tuple of names) as a tuple, each bound by an enclosing vmap
+    or pmap."""
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    batching.check_axis_names(names, what)
+    return names
+
+
+def _reduction(prim, x: Any, axis_name: Any) -> Any:
+    names = _axis_names(axis_name, f"lax.{prim.name}")
+    return tree_util.tree_map(lambda leaf: prim.bind(leaf, axis_name=names), x)
+
+
+def psum(x: Any, axis_name: Any) -> Any:
+    """The sum of ``x`` over the examples of the ``vmap`` (devices of the ``pmap``) whose
+    ``axis_name`` is given (a name or a tuple of names); every example gets the total. ``x``
+    may be a pytree.
+
+    Example::
+
+        pyree.vmap(lambda v: v / lax.psum(v, "i"), axis_name="i")(jnp.arange(4.0))
+    """
+    return _reduction(_c.psum_p, x, axis_name)
+
+
+def pmax(x: Any, axis_name: Any) -> Any:
+    """The maximum of ``x`` over a named ``vmap`` / ``pmap`` axis.
+
+    Example::
+
+        pyree.vmap(lambda v: lax.pmax(v, "i"), axis_name="i")(jnp.array([1.0, 3.0]))  # [3, 3]
+    """
+    return _reduction(_c.pmax_p, x, axis_name)
+
+
+def pmin(x: Any, axis_name: Any) -> Any:
+    """The minimum of ``x`` over a named ``vmap`` / ``pmap`` axis.
+
+    Example::
+
+        pyree.vmap(lambda v: lax.pmin(v, "i"), axis_name="i")(jnp.array([1.0, 3.0]))  # [1, 1]
+    """
+    return _reduction(_c.pmin_p, x, axis_name)
+
+
+def pmean(x: Any, axis_name: Any) -> Any:
+    """The mean of ``x`` over a named ``vmap`` / ``pmap`` axis: ``psum(x) / axis size``.
+
+    Example::
+
+        pyree.vmap(lambda v: v - lax.pmean(v, "i"), axis_name="i")(jnp.arange(4.0))
+    """
+    from pyree import lax
+    names = _axis_names(axis_name, "lax.pmean")
+    count = _c.psum_p.bind(1.0, axis_name=names)  # the axes' total size
+
+    def mean(leaf: Any) -> Any:
+        aval = get_aval(leaf)
+        return lax.div(leaf, lax.convert_element_type(count, aval.dtype, aval.weak_type))
+    return tree_util.tree_map(mean, psum(x, axis_name))
+
+
+def axis_index(axis_name: Any) -> Any:
+    """This example's position along a named ``vmap`` axis, or this device's along a ``pmap``
+    axis (an int32 scalar).
+
+    Example::
+
+        pyree.vmap(lambda v: v * lax.axis_index("i"), axis_name="i")(jnp.ones(3))  # [0, 1, 2]
+    """
+    names = _axis_names(axis_name, "lax.axis_index")
+    return _c.axis_index_p.bind(axis_name=names)
+
+
+def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0,
+               tiled: bool = False) -> Any:
+    """Every example's (or device's) ``x`` along a named ``vmap`` / ``pmap`` axis, stacked
+    along a new axis ``axis`` (``tiled=True``: concatenated along the existing one). ``x``
+    may be a pytree.
+
+    Example::
+
+        pyree.vmap(lambda v: lax.all_gather(v, "i"), axis_name="i")(jnp.arange(3.0))
+        # each example gets [0., 1., 2.]
+    """
+    if axis_index_groups is not None:
+        raise NotImplementedError("lax.all_gather: axis_index_groups is not supported yet")
+    names = _axis_names(axis_name, "lax.all_gather")
+    size = batching.named_axis_size(names[0])
+
+    def gather(leaf):
+        ndim = get_aval(leaf).ndim
+        if not -(ndim + (not tiled)) <= axis < ndim + (not tiled):
+            raise ValueError(f"lax.all_gather axis {axis} is out of range for an operand of "
+                             f"rank {ndim}")
+        return _c.all_gather_p.bind(leaf, axis_name=names, axis_size=size, tiled=bool(tiled),
+                                    all_gather_dimension=axis % (ndim + (not tiled)))
+    return tree_util.tree_map(gather, x)
+
+
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """``x`` sent along a named ``vmap`` / ``pmap`` axis: for each ``(source, destination)``
+    pair of ``perm``, the destination gets the source's ``x``; positions no pair sends to get
+    zeros. ``x`` may be a pytree.
+
+    Example::
+
+        n = 4   # a ring shift over a pmap of 4 devices
+        lax.ppermute(v, "i", perm=[(j, (j + 1) % n) for j in range(n)])
+    """
+    names = _axis_names(axis_name, "lax.ppermute")
+    pairs = tuple((int(s), int(d)) for s, d in perm)
+    return tree_util.tree_map(lambda leaf: _c.ppermute_p.bind(leaf, axis_name=names,
+                                                              perm=pairs), x)
+
+
+def _one_named_axis(axis_name: Any, what: str) -> tuple:
+    """``axis_name`` as a one-name tuple, bound by an enclosing vmap or pmap, and its size."""
+    names = _axis_names(axis_name, what)
+    if len(names) != 1:
+        raise NotImplementedError(f"{what} over several axes at once ({names}) is not "
+                                  f"supported yet{where(None)}")
+    return names, batching.named_axis_size(names[0])
+
+
+def _dimension(dimension: int, rank: int, what: str) -> int:
+    """``dimension`` of an operand of ``rank`` (negative: from the end), checked."""
+    if rank == 0:
+        raise ValueError(f"{what} needs an operand of rank at least 1, got a scalar"
+                         f"{where(None)}")
+    if not -rank <= dimension < rank:
+        raise ValueError(f"{what} {dimension} is out of range for an operand of rank {rank}"
+                         f"{where(None)}")
+    return dimension % rank
+
+
+def _check_divisible(what: str, dimension: int, shape: tuple, size: int, tiled: bool,
+                     axis_name: Any) -> None:
+    if tiled and shape[dimension] % size:
+        raise ValueError(f"{what}: the operand's dimension {dimension} (shape {shape}) has size "
+                         f"{shape[dimension]}, which is not divisible by the size {size} of "
+                         f"axis {axis_name!r}{where(None)}")
+    if not tiled and shape[dimension] != size:
+        raise ValueError(f"{what}: the operand's dimension {dimension} (shape {shape}) has size "
+                         f"{shape[dimension]}, but it must equal the size {size} of axis "
+                         f"{axis_name!r} (or pass tiled=True to split it into {size} blocks)"
+                         f"{where(None)}")
+
+
+def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
+                 axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """The sum of ``x`` over a named ``vmap`` / ``pmap`` axis, scattered: example (device) ``i``
+    gets piece ``i`` of the sum along ``scatter_dimension`` (a reduce-scatter). That dimension
+    must have one entry per example, and is removed; with ``tiled=True`` its size must be a
+    multiple of the axis size, and each gets a block of it. ``x`` may be a pytree.
+
+    Example::
+
+        x = jnp.arange(8.0).reshape(2, 4)
+        pyree.vmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(x)
+        # [[4., 6.], [8., 10.]]: example 0 gets the sum's first half, example 1 the second
+    """
+    if axis_index_groups is not None:
+        raise NotImplementedError("lax.psum_scatter: axis_index_groups is not supported yet")
+    names, size = _one_named_axis(axis_name, "lax.psum_scatter")
+
+    def scatter(leaf: Any) -> Any:
+        shape = get_aval(leaf).shape
+        dimension = _dimension(scatter_dimension, len(shape), "lax.psum_scatter scatter_dimension")
+        _check_divisible("lax.psum_scatter", dimension, shape, size, tiled, names[0])
+        return _c.psum_scatter_p.bind(leaf, axis_name=names, scatter_dimension=dimension,
+                                      tiled=bool(tiled), axis_size=size)
+    return tree_util.tree_map(scatter, x)
+
+
+def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
+               axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """Pieces exchanged along a named ``vmap`` / ``pmap`` axis: ``x`` is cut into one piece per
+    example (device) along ``split_axis``, and example ``i`` gets every example's piece ``i``,
+    joined along ``concat_axis`` in example order. Without ``tiled``, ``split_axis`` has one
+    entry per example and is removed, and the pieces are stacked along a new axis
+    ``concat_axis`` of the result; with ``tiled=True`` ``split_axis`` is cut into equal blocks
+    and they are concatenated along the existing ``concat_axis``. ``x`` may be a pytree.
+
+    Example::
+
+        x = jnp.arange(4.0).reshape(2, 2)          # example i holds row i
+        pyree.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(x)
+        # [[0., 2.], [1., 3.]]: example i gets entry i of every row (a transpose)
+    """
+    if axis_index_groups is not None:
+        raise NotImplementedError("lax.all_to_all: axis_index_groups is not supported yet")
+    names, size = _one_named_axis(axis_name, "lax.all_to_all")
+
+    def exchange(leaf: Any) -> Any:
+        shape = get_aval(leaf).shape
+        split = _dimension(split_axis, len(shape), "lax.all_to_all split_axis")
+        concat = _dimension(concat_axis, len(shape), "lax.all_to_all concat_axis")
+        _check_divisible("lax.all_to_all split_axis", split, shape, size, tiled, names[0])
+        return _c.all_to_all_p.bind(leaf, axis_name=names, split_axis=split,
+                                    concat_axis=concat, tiled=bool(tiled), axis_size=size)
+    return tree_util.tree_map(exchange, x)
