@@ -473,9 +473,12 @@ def multi_device_compile_flags(devices: Sequence[Device]) -> tuple[str, ...]:
     target = "local" if first.platform == "cpu" else first.platform
     flags = tuple(f"--iree-hal-target-device={device_symbol(i)}={target}[{i}]"
                   for i in range(len(devices)))
-    # The single-device flags of the platform, less the target device itself.
+    # The single-device flags of the platform, less the target device itself and data tiling:
+    # IREE 3.13 leaves the tiled layouts' sizes unresolved in a multi-device module
+    # ("'stream.tensor.sizeof' op illegal for this phase of lowering", a pmap'd MLP step).
+    from .compile import DATA_TILING_FLAG
     flags += tuple(f for f in first.compile_flags
-                   if not f.startswith("--iree-hal-target-device="))
+                   if not f.startswith("--iree-hal-target-device=") and f != DATA_TILING_FLAG)
     # IREE 3.13's compile-time constant evaluation crashes (a segmentation fault in
     # HAL::DeviceAnalysis::gatherDeviceTargets, under ConstEval's JitGlobalsPass) on a module
     # that moves a constant to another device: `flow.tensor.transfer` of a

@@ -170,7 +170,7 @@ def check_all_derivatives(mapped, cases: list, n: int, seed: int = 0) -> None:
 
 _ON_N_DEVICES = r"""
 import numpy as np
-import pyree, pyree.numpy as jnp
+import pyree, pyree.nn, pyree.numpy as jnp
 from pyree import lax
 
 n = len(pyree.devices())
@@ -303,6 +303,20 @@ check(value, np.full(n, np.asarray(loss(w0, X.reshape(-1, 4), Y.reshape(-1)))))
 assert all((np.asarray(w1)[i] == np.asarray(w1)[0]).all() for i in range(n))
 # the gradient through psum (its transpose is psum): n on every device
 check(pyree.pmap(pyree.grad(lambda v: lax.psum(v, "i").sum()), "i")(x), np.full(x.shape, n))
+# a product the single-device lowering marks for data tiling (IREE 3.13 failed to compile
+# data tiling in a multi-device module: "stream.tensor.sizeof illegal for this phase")
+# in a pmap'd MLP training step)
+A = rng.standard_normal((n, 64, 784)).astype(np.float32)
+W1 = (rng.standard_normal((784, 512)) / 28).astype(np.float32)
+W2 = (rng.standard_normal((512, 10)) / 22).astype(np.float32)
+L = rng.integers(0, 10, (n, 64)).astype(np.int32)
+mlp_loss = lambda ws, a, k: -jnp.mean(jnp.sum(
+    pyree.nn.one_hot(k, 10) * pyree.nn.log_softmax(pyree.nn.relu(a @ ws[0]) @ ws[1]), axis=-1))
+grads = pyree.pmap(lambda ws, a, k: lax.pmean(pyree.grad(mlp_loss)(ws, a, k), "i"), "i",
+                   in_axes=(None, 0, 0), out_axes=None)((W1, W2), A, L)
+want = pyree.jit(pyree.grad(mlp_loss))((W1, W2), A.reshape(-1, 784), L.reshape(-1))
+for g, w in zip(grads, want):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-6)
 
 # -- errors, raised before compiling and naming the caller's line
 for bad, text in [
