@@ -28,7 +28,8 @@ from pyree.runtime.device import Device, devices as _platform_devices
 from pyree.transpiler.source import where
 
 __all__ = ["Mesh", "NamedSharding", "P", "PartitionSpec", "PmapSharding", "Shard",
-           "ShardedArray", "Sharding", "SingleDeviceSharding", "make_mesh"]
+           "ShardedArray", "Sharding", "SingleDeviceSharding", "make_mesh",
+           "with_sharding_constraint"]
 
 
 class PartitionSpec:
@@ -360,3 +361,37 @@ def put_sharded(x: Any, sharding: NamedSharding, weak_type: bool = False) -> Sha
         block = np.ascontiguousarray(host[index])
         pieces.append(device_put_numpy(block, device, weak_type=weak_type))
     return ShardedArray(whole, pieces, sharding)
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """Ask that ``x`` (a pytree of arrays) be placed by ``shardings`` (one sharding, or a
+    pytree of them matching ``x``), as ``jax.lax.with_sharding_constraint``. Outside ``jit``
+    this is ``device_put(x, shardings)``. Inside ``jit`` the program runs on one device for
+    now (a jit that follows the shardings is not done yet), so the values pass unchanged; the
+    shapes are still checked against the shardings, so that a program that would not shard
+    fails here too.
+
+    Example::
+
+        @pyree.jit
+        def step(x):
+            x = lax.with_sharding_constraint(x, NamedSharding(mesh, P("batch")))
+            return x * 2
+    """
+    from pyree import tree_util
+    from pyree._api import device_put
+    from pyree.transpiler.trace import Tracer, get_aval
+
+    leaves = tree_util.tree_leaves(x)
+    if not any(isinstance(leaf, Tracer) for leaf in leaves):
+        return device_put(x, shardings)
+    if isinstance(shardings, Sharding):
+        places = [shardings] * len(leaves)
+    else:
+        is_none = lambda v: v is None   # (None: no constraint on that leaf)
+        places = tree_util.tree_leaves(tree_util.tree_broadcast(shardings, x, is_leaf=is_none),
+                                       is_leaf=is_none)
+    for leaf, sharding in zip(leaves, places):
+        if isinstance(sharding, NamedSharding):
+            sharding.check_shape(get_aval(leaf).shape)
+    return x

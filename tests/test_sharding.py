@@ -89,6 +89,23 @@ def test_device_put_with_named_sharding_on_one_device():
     assert tree["b"].sharding == SingleDeviceSharding(pyree.devices()[0]) and tree["b"].weak_type
 
 
+def test_with_sharding_constraint_on_one_device():
+    mesh = pyree.make_mesh((1,), ("x",))
+    sharding = NamedSharding(mesh, P("x"))
+    host = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    eager = pyree.lax.with_sharding_constraint(host, sharding)
+    assert eager.sharding == sharding
+    _check_blocks(eager, host)
+    f = pyree.jit(lambda a, b: pyree.lax.with_sharding_constraint(
+        {"a": a * 2, "b": b}, {"a": sharding, "b": None}))
+    out = f(host, 1.0)
+    np.testing.assert_array_equal(np.asarray(out["a"]), host * 2)
+    assert float(out["b"]) == 1.0
+    with pytest.raises(ValueError, match=r"(?s)rank at least 2.*test_sharding\.py"):
+        pyree.jit(lambda a: pyree.lax.with_sharding_constraint(
+            a, NamedSharding(mesh, P(None, "x"))))(np.ones(3, np.float32))
+
+
 def test_array_sharding_and_device_put_to_a_device():
     x = jnp.arange(3.0)
     device = pyree.devices()[0]
@@ -187,6 +204,15 @@ except ValueError as e:
     assert f"{4 * n + 1} is not divisible by {n}" in str(e) and "test_sharding_script" in str(e), e
 else:
     raise AssertionError("no error")
+try:
+    pyree.jit(lambda v: pyree.lax.with_sharding_constraint(v, rows) + 1)(
+        np.ones((2 * n + 1, 3), np.float32))
+except ValueError as e:
+    assert f"{2 * n + 1} is not divisible by {n}" in str(e) and "test_sharding_script" in str(e), e
+else:
+    raise AssertionError("no error")
+np.testing.assert_array_equal(np.asarray(pyree.jit(
+    lambda v: pyree.lax.with_sharding_constraint(v * 2, rows))(x)), host * 2)
 if n >= 4:
     # A 2-D mesh: rows split over "data", copied along "model"; a tuple entry splits a
     # dimension over both axes, "data" the outer.
