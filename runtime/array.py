@@ -17,7 +17,40 @@ from .aval import ShapedArray, interned
 from .device import Device, default_device
 
 
-class SingleDeviceSharding:
+class Sharding:
+    """Where the pieces of an array live (``jax.sharding.Sharding``): the base of
+    ``SingleDeviceSharding``, ``PmapSharding`` and ``pyree.sharding.NamedSharding``. Subclasses
+    define ``device_set`` and ``devices_indices_map``; the rest follows from them.
+
+    Example::
+
+        isinstance(jnp.ones(3).sharding, pyree.sharding.Sharding)   # True
+    """
+
+    is_fully_addressable = True   # (one process sees every device)
+    memory_kind = "device"
+
+    @property
+    def device_set(self) -> set:
+        raise NotImplementedError
+
+    @property
+    def num_devices(self) -> int:
+        """How many devices hold a piece. Example: ``jnp.ones(3).sharding.num_devices`` -> 1"""
+        return len(self.device_set)
+
+    @property
+    def addressable_devices(self) -> set:
+        return self.device_set
+
+    def devices_indices_map(self, global_shape: tuple) -> dict:
+        raise NotImplementedError
+
+    def addressable_devices_indices_map(self, global_shape: tuple) -> dict:
+        return self.devices_indices_map(global_shape)
+
+
+class SingleDeviceSharding(Sharding):
     """An array placed whole on one device (``jax.sharding.SingleDeviceSharding``).
 
     Example::
@@ -25,7 +58,7 @@ class SingleDeviceSharding:
         jnp.ones(3).sharding.device_set   # {CpuDevice(id=0)}
     """
 
-    def __init__(self, device: Device) -> None:
+    def __init__(self, device: Device, *, memory_kind: Optional[str] = None) -> None:
         self._device = device
 
     @property
@@ -33,11 +66,10 @@ class SingleDeviceSharding:
         return {self._device}
 
     @property
-    def addressable_devices(self) -> set:
-        return {self._device}
+    def _device_assignment(self) -> tuple:
+        return (self._device,)
 
     is_fully_replicated = True
-    is_fully_addressable = True
 
     def devices_indices_map(self, global_shape: tuple) -> dict:
         return {self._device: tuple(slice(None) for _ in global_shape)}
@@ -55,7 +87,7 @@ class SingleDeviceSharding:
         return f"SingleDeviceSharding(device={self._device!r})"
 
 
-class PmapSharding:
+class PmapSharding(Sharding):
     """An array split along one axis over several devices, one piece per device, as ``pmap``
     leaves its results (``jax.sharding.PmapSharding``). Each piece lacks the split axis.
 
@@ -75,10 +107,8 @@ class PmapSharding:
         return set(self.devices)
 
     @property
-    def addressable_devices(self) -> set:
-        return set(self.devices)
-
-    is_fully_addressable = True
+    def _device_assignment(self) -> tuple:
+        return self.devices
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -106,12 +136,13 @@ class PmapSharding:
 
 
 class Shard:
-    """One piece of an array: its device, the index it covers, and its data."""
+    """One piece of an array: its device, the index it covers, its data, and which copy it is
+    (``replica_id``: 0 for the first device holding that index, 1 for the next...)."""
 
-    __slots__ = ("device", "index", "data")
+    __slots__ = ("device", "index", "data", "replica_id")
 
-    def __init__(self, device: Device, index: tuple, data: "Array") -> None:
-        self.device, self.index, self.data = device, index, data
+    def __init__(self, device: Device, index: tuple, data: "Array", replica_id: int = 0) -> None:
+        self.device, self.index, self.data, self.replica_id = device, index, data, replica_id
 
     def __repr__(self) -> str:
         return f"Shard(device={self.device!r}, index={self.index}, data={self.data.shape})"
@@ -185,6 +216,15 @@ class Array:
     def addressable_shards(self) -> list:
         """The pieces of the array on this process's devices: here one, the whole array."""
         return [Shard(self._device, tuple(slice(None) for _ in self.aval.shape), self)]
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device holding a piece holds all of the array."""
+        return self.sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True   # (one process sees every device)
 
     def __len__(self) -> int:
         if not self.aval.shape:
@@ -321,12 +361,14 @@ class Array:
 
 
 class ShardedArray(Array):
-    """A ``pmap`` result: one piece per device (``addressable_shards``, ``sharding``), each
-    computed on its device, plus the whole array stacked on the first device (by a second
-    multi-device program queued behind the first), so that a ShardedArray is also an ordinary
-    Array (reading it, NumPy, other
-    computations use the whole; a following ``pmap`` over the same devices takes the pieces
-    where they are).
+    """An array in pieces over several devices (``addressable_shards``, ``sharding``), plus
+    the whole array on the first device, so that a ShardedArray is also an ordinary Array
+    (reading it, NumPy, other computations use the whole).
+
+    ``pmap`` makes them (``PmapSharding``: each piece computed on its device, the whole stacked
+    by a second multi-device program queued behind the first; a following ``pmap`` over the
+    same devices takes the pieces where they are), and so does
+    ``pyree.device_put(x, NamedSharding(mesh, spec))`` (each piece a block of ``x``).
 
     Example::
 
@@ -337,23 +379,29 @@ class ShardedArray(Array):
 
     __slots__ = ("_pieces", "_sharding")
 
-    def __init__(self, whole: Array, pieces: list, sharding: PmapSharding) -> None:
+    def __init__(self, whole: Array, pieces: list, sharding: Sharding) -> None:
+        """``pieces``: one Array per device, in the order of ``sharding.devices_indices_map``."""
         super().__init__(whole._buffer, whole.aval, whole._device, whole._fence)
         self._pieces = list(pieces)
         self._sharding = sharding
 
     def devices(self) -> set:
-        return set(self._sharding.devices)
+        return set(self._sharding.device_set)
 
     @property
-    def sharding(self) -> PmapSharding:
+    def sharding(self) -> Sharding:
         return self._sharding
 
     @property
     def addressable_shards(self) -> list:
-        ndim = len(self.aval.shape)
-        return [Shard(piece._device, self._sharding._index(i, ndim), piece)
-                for i, piece in enumerate(self._pieces)]
+        indices = self._sharding.devices_indices_map(self.aval.shape)
+        shards, copies = [], {}
+        for piece in self._pieces:
+            index = indices[piece._device]
+            key = repr(index)   # (slices are unhashable before Python 3.12)
+            copies[key] = copies.get(key, -1) + 1
+            shards.append(Shard(piece._device, index, piece, copies[key]))
+        return shards
 
     def _release(self) -> None:
         super()._release()

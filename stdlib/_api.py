@@ -10,8 +10,10 @@ import pyree.numpy as _jnp  # attaches the NumPy-style methods to Array and Trac
 from pyree import tree_util
 from pyree.runtime import device as _device
 from pyree.runtime.array import Array as _RuntimeArray
+from pyree.runtime.array import ShardedArray, Sharding, SingleDeviceSharding
 from pyree.runtime.array import device_put_numpy as _device_put_numpy
 from pyree.runtime.device import Device
+from pyree.sharding import NamedSharding, put_sharded
 from pyree.transpiler.jit import ShapeDtypeStruct, jit, make_ir
 from pyree.transpiler.trace import Tracer, canonicalize_array
 
@@ -46,28 +48,53 @@ def default_backend() -> str:
     return "cpu" if platform == "cpu" else "gpu"
 
 
-def device_put(x: Any, device: Optional[Device] = None) -> Any:
-    """Copy a pytree of arrays/scalars to ``device`` (default: the default device).
+def device_put(x: Any, device: Any = None) -> Any:
+    """Copy a pytree of arrays/scalars to ``device`` (default: the default device), or place it
+    by a sharding: ``SingleDeviceSharding(d)`` as ``d``, ``NamedSharding(mesh, spec)`` split in
+    blocks over the mesh's devices (a ``ShardedArray``; see ``pyree.sharding``). ``device`` may
+    also be a pytree of devices/shardings matching ``x`` (a prefix of it), as in JAX.
 
     Example::
 
         x = pyree.device_put(np.arange(4.0))
+        mesh = pyree.make_mesh((2,), ("batch",))      # PYREE_NUM_CPU_DEVICES=2
+        xs = pyree.device_put(np.zeros((8, 3)), NamedSharding(mesh, P("batch")))
     """
-    target = device or _device.default_device()
-
-    def put(leaf: Any) -> Any:
+    def put(leaf: Any, where_to: Any) -> Any:
+        if isinstance(leaf, Tracer):
+            return leaf
+        if isinstance(where_to, NamedSharding):
+            if isinstance(leaf, ShardedArray) and leaf.sharding == where_to:
+                return leaf
+            if isinstance(leaf, _RuntimeArray):
+                return put_sharded(leaf, where_to)
+            return put_sharded(canonicalize_array(np.asarray(leaf)), where_to,
+                               weak_type=_is_weak_scalar(leaf))
+        if isinstance(where_to, SingleDeviceSharding):
+            where_to = where_to._device
+        elif where_to is not None and not isinstance(where_to, Device):
+            raise TypeError(f"device_put expects a device or a sharding, got "
+                            f"{type(where_to).__name__}")
+        target = where_to or _device.default_device()
         if isinstance(leaf, _RuntimeArray):
             if leaf.device == target:
+                if type(leaf) is ShardedArray:   # (the whole, as an ordinary array)
+                    return _RuntimeArray(leaf._buffer, leaf.aval, leaf._device, leaf._fence)
                 return leaf
             value = leaf._value()
             return _device_put_numpy(value, target, weak_type=leaf.weak_type)
-        if isinstance(leaf, Tracer):
-            return leaf
         host = np.asarray(leaf)
-        weak = isinstance(leaf, (int, float, complex)) and not isinstance(leaf, bool)
-        return _device_put_numpy(canonicalize_array(host), target, weak_type=weak)
+        return _device_put_numpy(canonicalize_array(host), target,
+                                 weak_type=_is_weak_scalar(leaf))
 
-    return tree_util.tree_map(put, x)
+    if device is None or isinstance(device, (Device, Sharding)):
+        return tree_util.tree_map(lambda leaf: put(leaf, device), x)
+    places = tree_util.tree_broadcast(device, x, is_leaf=lambda v: v is None)
+    return tree_util.tree_map(put, x, places)
+
+
+def _is_weak_scalar(value: Any) -> bool:
+    return isinstance(value, (int, float, complex)) and not isinstance(value, bool)
 
 
 def device_get(x: Any) -> Any:

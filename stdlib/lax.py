@@ -462,6 +462,7 @@ from ._lax_sort import *  # noqa: E402,F401,F403
 from ._lax_windows import *  # noqa: E402,F401,F403
 from ._lax_extra import *  # noqa: E402,F401,F403
 from ._lax_fft import *  # noqa: E402,F401,F403
+from .sharding import with_sharding_constraint  # noqa: E402,F401
 from ._custom_derivatives import stop_gradient  # noqa: E402
 
 
