@@ -46,13 +46,19 @@ MLP_BATCH = 128
 LEARNING_RATE = 0.01
 
 
-def make_mlp_step(lib, nn, jnp):
+def make_mlp_loss(nn, jnp):
+    """The MLP's mean softmax cross-entropy, written with ``nn`` and ``jnp`` of one library."""
     def loss_fn(params, x, labels):
         (w1, b1), (w2, b2) = params
         hidden = nn.relu(x @ w1 + b1)
         logits = hidden @ w2 + b2
         return -jnp.mean(jnp.sum(nn.one_hot(labels, MLP_SIZES[-1]) * nn.log_softmax(logits),
                                  axis=-1))
+    return loss_fn
+
+
+def make_mlp_step(lib, nn, jnp):
+    loss_fn = make_mlp_loss(nn, jnp)
 
     def step(params, x, labels):
         loss, grads = lib.value_and_grad(loss_fn)(params, x, labels)

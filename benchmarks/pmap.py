@@ -26,7 +26,7 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ad import LEARNING_RATE, MLP_SIZES, mlp_inputs  # noqa: E402
+from ad import LEARNING_RATE, make_mlp_loss, mlp_inputs  # noqa: E402
 from run import compare, jax, run_alone  # noqa: E402  (jax: None if not installed)
 
 import pyree  # noqa: E402
@@ -46,18 +46,8 @@ def _libraries() -> list:
     return libs
 
 
-def make_loss(nn, jnp):
-    def loss_fn(params, x, labels):
-        (w1, b1), (w2, b2) = params
-        hidden = nn.relu(x @ w1 + b1)
-        logits = hidden @ w2 + b2
-        return -jnp.mean(jnp.sum(nn.one_hot(labels, MLP_SIZES[-1]) * nn.log_softmax(logits),
-                                 axis=-1))
-    return loss_fn
-
-
 def make_pmap_step(lib, nn, jnp, lax):
-    loss_fn = make_loss(nn, jnp)
+    loss_fn = make_mlp_loss(nn, jnp)
 
     def step(params, x, labels):
         loss, grads = lib.value_and_grad(loss_fn)(params, x, labels)

@@ -11,7 +11,6 @@ from typing import Any, Optional
 
 import numpy as np
 
-from pyree.transpiler.source import where
 
 # Imported on first use: pyree.lax imports this module before pyree.numpy exists.
 

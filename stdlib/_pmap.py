@@ -212,7 +212,6 @@ class PmapFunction:
         """For each leaf, how it enters the program (``_Input``), and the program's argument
         arrays in order."""
         inputs, arrays = [], []
-        n = len(devs)
         for leaf, d in zip(leaves, dims):
             if (isinstance(leaf, ShardedArray) and d is not None
                     and leaf.sharding == PmapSharding(devs, d)):
