@@ -848,6 +848,17 @@ def test_integer_inputs_raise_unless_allowed():
     close(pyree.jvp(f, (2.0, 3), (1.0, 0))[1], 3.0)
 
 
+def test_float0_cotangents_pass_through_jit_arguments():
+    """A gradient with float0 leaves (an integer parameter's) given to a jitted update, as a
+    training loop does: the float0 leaves are part of the argument structure, not traced."""
+    g = pyree.grad(lambda x, n: (x * n).sum(), argnums=(0, 1), allow_int=True)(jnp.ones(3), 4)
+    update = pyree.jit(lambda p, g: (p[0] - 0.1 * g[0], g[1]))
+    for _ in range(2):   # traced once, then from the cache
+        new_x, g_n = update((jnp.ones(3), 4), g)
+        np.testing.assert_allclose(np.asarray(new_x), np.full(3, 0.6), rtol=1e-6)
+        assert g_n.dtype == pyree.dtypes.float0 and g_n.shape == ()
+
+
 def test_integer_inputs_get_float0_cotangents():
     """As JAX (0.10.2, each case compared): grad(allow_int=True), value_and_grad and vjp give
     an integer or boolean input a NumPy array of dtype float0 of its shape, eagerly, under jit

@@ -302,7 +302,7 @@ class JitFunction:
                             tree_util.tree_unflatten(compiled.out_tree, outs)
                     return compiled.run(list(args))
         static, dyn_args, dyn_kwargs = self._split(args, kwargs)
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        leaves, in_tree = _flatten_arguments(dyn_args, dyn_kwargs)
         device = self._device_for(leaves)
         arrays, avals = self._leaves_to_arrays(leaves, device)
         key = (static, in_tree, avals, device, _trace_options)
@@ -350,7 +350,7 @@ class JitFunction:
 
     def _abstract_signature(self, args: tuple, kwargs: dict) -> tuple:
         static, dyn_args, dyn_kwargs = self._split(args, kwargs)
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        leaves, in_tree = _flatten_arguments(dyn_args, dyn_kwargs)
         avals = tuple(_leaf_aval(leaf) for leaf in leaves)
         return static, in_tree, avals
 
@@ -439,6 +439,13 @@ tree_util.register_pytree_node(_Float0Zeros, lambda zeros: ((), zeros.shape),
                                lambda shape, _: dtypes._float0_zeros(shape))
 
 
+def _flatten_arguments(dyn_args: tuple, dyn_kwargs: dict) -> tuple:
+    """The leaves and structure of a call's traced arguments. float0 arguments (integer values'
+    cotangents, e.g. from ``grad(allow_int=True)`` passed on to a jitted update) are part of
+    the structure, as in the results: the function sees them as the float0 zeros they are."""
+    return tree_util.tree_flatten(float0_in_structure((dyn_args, dyn_kwargs)))
+
+
 def float0_in_structure(out: Any) -> Any:
     """``out`` with its float0 leaves made part of its structure (``_Float0Zeros``)."""
     leaves = tree_util.tree_leaves(out)
@@ -499,7 +506,7 @@ class Compiled:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         jitted = self._jitted
         static, dyn_args, dyn_kwargs = jitted._split(args, kwargs)
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        leaves, in_tree = _flatten_arguments(dyn_args, dyn_kwargs)
         arrays, avals = jitted._leaves_to_arrays(leaves, self._compiled.device)
         expected = self._signature
         if (static, in_tree, avals) != expected:
