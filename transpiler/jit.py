@@ -443,7 +443,10 @@ def _flatten_arguments(dyn_args: tuple, dyn_kwargs: dict) -> tuple:
     """The leaves and structure of a call's traced arguments. float0 arguments (integer values'
     cotangents, e.g. from ``grad(allow_int=True)`` passed on to a jitted update) are part of
     the structure, as in the results: the function sees them as the float0 zeros they are."""
-    return tree_util.tree_flatten(float0_in_structure((dyn_args, dyn_kwargs)))
+    leaves, tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    if any(dtypes._is_float0(leaf) for leaf in leaves):   # (rare: flatten again only then)
+        return tree_util.tree_flatten(float0_in_structure((dyn_args, dyn_kwargs)))
+    return leaves, tree
 
 
 def float0_in_structure(out: Any) -> Any:
