@@ -32,7 +32,7 @@ class Sharding:
 
     @property
     def device_set(self) -> set:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not define device_set")
 
     @property
     def num_devices(self) -> int:
@@ -44,7 +44,7 @@ class Sharding:
         return self.device_set
 
     def devices_indices_map(self, global_shape: tuple) -> dict:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not define devices_indices_map")
 
     def addressable_devices_indices_map(self, global_shape: tuple) -> dict:
         return self.devices_indices_map(global_shape)

@@ -27,9 +27,9 @@ from pyree.transpiler.convert import converted
 from pyree.transpiler.lower import lower_closed_ir
 from pyree.transpiler.source import where
 from pyree.transpiler.ir import ShapedArray
-from pyree.transpiler.trace import Tracer, _state, canonicalize_array, get_aval, trace_to_ir
+from pyree.transpiler.trace import Tracer, _state, canonicalize_array, trace_to_ir
 
-from ._vmap import _axes_for_leaves, _leaf_names
+from ._vmap import _axes_for_leaves, _check_axes, _leaf_names
 
 _SCALARS = (bool, int, float, complex)
 
@@ -158,37 +158,11 @@ class PmapFunction:
 
     # -- checking the arguments ----------------------------------------------------------------
     def _mapped_size(self, leaves: list, dims: list, names: list) -> tuple[list, int]:
-        normalized, sizes = [], []
-        for leaf, d, name in zip(leaves, dims, names):
+        for leaf, name in zip(leaves, names):
             if isinstance(leaf, Tracer):
                 raise TypeError(f"pmap got a traced value ({name}) outside of tracing"
                                 f"{where(None)}")
-            if d is None:
-                normalized.append(None)
-                continue
-            aval = get_aval(leaf)
-            if aval.ndim == 0 or not -aval.ndim <= d < aval.ndim:
-                raise ValueError(
-                    f"pmap was requested to map its {name} along axis {d}, which implies that "
-                    f"its rank should be at least {max(d + 1, -d)}, but is only {aval.ndim} "
-                    f"(its shape is {aval.shape}){where(None)}")
-            d %= aval.ndim
-            normalized.append(d)
-            sizes.append((aval.shape[d], d, name, aval))
-        if not sizes:
-            if self._axis_size is None:
-                raise ValueError(f"pmap must have at least one non-None value in in_axes (or be "
-                                 f"given axis_size){where(None)}")
-            return normalized, self._axis_size
-        distinct = sorted({s for s, *_ in sizes})
-        if len(distinct) > 1 or (self._axis_size is not None
-                                 and distinct[0] != self._axis_size):
-            lines = [f"  * {name} (shape {aval.shape}) has size {s} along axis {d}"
-                     for s, d, name, aval in sizes]
-            given = f"; axis_size={self._axis_size}" if self._axis_size is not None else ""
-            raise ValueError("pmap got inconsistent sizes for array axes to be mapped"
-                             f"{given}:\n" + "\n".join(lines) + where(None))
-        return normalized, distinct[0]
+        return _check_axes(leaves, dims, names, self._axis_size, "pmap")
 
     def _devices_for(self, size: int) -> tuple:
         """The devices a call with mapped axis ``size`` runs on: ``devices`` if given (then

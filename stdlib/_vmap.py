@@ -186,8 +186,9 @@ def _batched_call(fun: Callable, in_tree: Any, static: tuple, dims: list, size: 
 
 
 def _check_axes(leaves: Sequence[Any], dims: Sequence[Optional[int]], names: Sequence[str],
-                axis_size: Optional[int]) -> tuple[list, int]:
-    """Normalized batch axes and the batch size; errors name the arguments."""
+                axis_size: Optional[int], what: str = "vmap") -> tuple[list, int]:
+    """Normalized mapped axes and the mapped size (of a ``what``: vmap or pmap); errors name
+    the arguments."""
     normalized = []
     sizes = []
     for leaf, d, name in zip(leaves, dims, names):
@@ -196,7 +197,7 @@ def _check_axes(leaves: Sequence[Any], dims: Sequence[Optional[int]], names: Seq
             continue
         aval = get_aval(leaf)
         if not -aval.ndim <= d < aval.ndim or aval.ndim == 0:
-            raise ValueError(f"vmap was requested to map its {name} along axis {d}, which "
+            raise ValueError(f"{what} was requested to map its {name} along axis {d}, which "
                              f"implies that its rank should be at least {max(d + 1, -d)}, but "
                              f"is only {aval.ndim} (its shape is {aval.shape}){where(None)}")
         d %= aval.ndim
@@ -204,7 +205,7 @@ def _check_axes(leaves: Sequence[Any], dims: Sequence[Optional[int]], names: Seq
         sizes.append((aval.shape[d], d, name, aval))
     if not sizes:
         if axis_size is None:
-            raise ValueError(f"vmap must have at least one non-None value in in_axes (or be "
+            raise ValueError(f"{what} must have at least one non-None value in in_axes (or be "
                              f"given axis_size){where(None)}")
         return normalized, axis_size
     distinct = sorted({s for s, *_ in sizes})
@@ -212,6 +213,6 @@ def _check_axes(leaves: Sequence[Any], dims: Sequence[Optional[int]], names: Seq
         lines = [f"  * {name} (shape {aval.shape}) has size {s} along axis {d}"
                  for s, d, name, aval in sizes]
         given = f"; axis_size={axis_size}" if axis_size is not None else ""
-        raise ValueError("vmap got inconsistent sizes for array axes to be mapped"
+        raise ValueError(f"{what} got inconsistent sizes for array axes to be mapped"
                          f"{given}:\n" + "\n".join(lines) + where(None))
     return normalized, distinct[0]
