@@ -112,6 +112,14 @@ def max_difference(a, b) -> float:
                for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
 
 
+def check_accuracy(acc: float, single_acc: float, epochs: int) -> None:
+    """The data-parallel run reached the single-device run's test accuracy (within 1%: 3 of
+    the 360 test images), and after all of train_mlp.py's epochs the target accuracy."""
+    assert abs(acc - single_acc) <= 0.01, "the data-parallel accuracy differs from one device's"
+    if epochs >= EPOCHS:
+        assert acc >= TARGET_TEST_ACCURACY, "the data-parallel run missed the target accuracy"
+
+
 def run_pmap(devices: int, epochs: int) -> None:
     if BATCH % devices:
         raise SystemExit(f"--devices {devices} must divide the batch of {BATCH}")
@@ -125,9 +133,9 @@ def run_pmap(devices: int, epochs: int) -> None:
     params, acc = train(step, epochs)
     single_params, single_acc = train(make_single_step(), epochs, verbose=False)
     print(f"final test accuracy: pmap over {devices} devices {acc:.2%}, one device "
-          f"{single_acc:.2%}; largest parameter difference {max_difference(params, single_params):.2e}")
-    assert acc >= TARGET_TEST_ACCURACY, "the pmap run did not reach its target accuracy"
-    assert abs(acc - single_acc) <= 0.01, "the pmap run's accuracy differs from one device's"
+          f"{single_acc:.2%}; largest parameter difference "
+          f"{max_difference(params, single_params):.2e}")
+    check_accuracy(acc, single_acc, epochs)
 
 
 def run_mpi(epochs: int) -> None:
@@ -150,8 +158,7 @@ def run_mpi(epochs: int) -> None:
         print(f"final test accuracy: {count} processes {acc:.2%}, one process {single_acc:.2%}; "
               f"largest parameter difference {max_difference(params, single_params):.2e}; "
               f"parameters bit-identical in all {count} processes: {bool(agree)}")
-        assert acc >= TARGET_TEST_ACCURACY, "the MPI run did not reach its target accuracy"
-        assert abs(acc - single_acc) <= 0.01, "the MPI run's accuracy differs from one process's"
+        check_accuracy(acc, single_acc, epochs)
     assert agree, "the processes' parameters differ"
     pyree.distributed.shutdown()
 

@@ -21,8 +21,9 @@ implemented", and its Python package exposes no channel API. So the reduction is
 through mpi4py, on host copies of the arrays: the leaves of one dtype are packed into one
 buffer, each process reduces one block of it (``MPI_Reduce_scatter_block``) and every process
 gathers all the blocks (``MPI_Allgather``). Every process thus receives the same bytes, which
-``MPI_Allreduce`` does not promise (its reduction order may differ per process). pyree hides the launcher's variables from IREE when it creates a
-device, so no IREE channel provider loads MPI (see runtime/device.py).
+``MPI_Allreduce`` does not promise (its reduction order may differ per process). pyree hides
+the launcher's variables from IREE when it creates a device, so that no IREE channel provider
+loads MPI (see runtime/device.py).
 
 Needs mpi4py and an MPI library: ``pip install 'pyree[mpi]'`` installs both (mpi4py, and
 MPICH from PyPI); an MPI installed otherwise works too when mpi4py is built against it.
@@ -35,6 +36,7 @@ devices and ``all_reduce``-ing the result across processes.
 from __future__ import annotations
 
 import hashlib
+import sys
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -102,7 +104,9 @@ def initialize(coordinator_address: Optional[str] = None, num_processes: Optiona
     ``local_device_ids`` must be None: each process uses all the devices it sees; give each its
     own GPU with ``CUDA_VISIBLE_DEVICES`` (or CPU devices with ``PYREE_NUM_CPU_DEVICES``) when
     starting it. Without mpi4py or an MPI library it raises RuntimeError saying what to install.
-    Outside a launcher MPI starts a run of one process (rank 0 of 1).
+    Outside a launcher MPI starts a run of one process (rank 0 of 1). From then on an uncaught
+    exception in any process ends all of them (``MPI_Abort``) instead of leaving the others
+    waiting for it in a collective.
 
     Example (``mpirun -n 2 python train.py``)::
 
@@ -131,6 +135,23 @@ def initialize(coordinator_address: Optional[str] = None, num_processes: Optiona
         raise ValueError(f"pyree.distributed.initialize(process_id={process_id}) but this "
                          f"process is MPI rank {rank}{where(None)}")
     _state.mpi, _state.comm, _state.rank, _state.size = MPI, comm, rank, size
+    _abort_all_on_uncaught_exception(comm)
+
+
+def _abort_all_on_uncaught_exception(comm) -> None:
+    """Makes an uncaught exception in this process's main thread end every process of the
+    run (``MPI_Abort``, after printing the traceback as usual): otherwise the others wait in
+    their next collective forever (seen: one rank's failed assert left the other in a barrier
+    until killed). As ``python -m mpi4py script.py`` does."""
+    previous = sys.excepthook
+
+    def abort_all(kind, value, traceback) -> None:
+        previous(kind, value, traceback)
+        if _state.comm is comm and not issubclass(kind, KeyboardInterrupt):
+            sys.stderr.flush()
+            comm.Abort(1)
+
+    sys.excepthook = abort_all
 
 
 def is_initialized() -> bool:

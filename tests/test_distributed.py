@@ -200,3 +200,33 @@ def test_initialize_without_an_mpi_library_says_so(tmp_path):
     assert done.returncode == 1
     assert "mpi4py could not load an MPI library" in done.stderr, done.stderr[-2000:]
     assert "no_libmpi.py:2" in done.stderr, done.stderr[-2000:]
+
+
+_FAILING_DRIVER = """
+import numpy as np
+import pyree
+import pyree.distributed as dist
+
+dist.initialize()
+if pyree.process_index() == 1:
+    raise ValueError("rank 1 fails before the collective")
+dist.all_reduce(np.ones(3, np.float32))   # rank 0 would wait here for rank 1 forever
+print("rank 0 was not aborted")
+"""
+
+
+def test_an_uncaught_exception_in_one_process_ends_all(tmp_path):
+    """After initialize(), an uncaught exception in one process aborts the run (MPI_Abort)
+    instead of leaving the other waiting in its collective: mpirun returns, non-zero, with the
+    failing process's traceback."""
+    mpirun = _mpirun()
+    if mpirun is None:
+        pytest.skip("needs mpirun")
+    pytest.importorskip("mpi4py")
+    script = tmp_path / "failing.py"
+    script.write_text(_FAILING_DRIVER)
+    done = subprocess.run([mpirun, "-n", "2", sys.executable, str(script)], capture_output=True,
+                          text=True, timeout=120, env=_environment(), stdin=subprocess.DEVNULL)
+    assert done.returncode != 0
+    assert "rank 1 fails before the collective" in done.stderr, done.stderr[-2000:]
+    assert "was not aborted" not in done.stdout
