@@ -230,3 +230,17 @@ def test_an_uncaught_exception_in_one_process_ends_all(tmp_path):
     assert done.returncode != 0
     assert "rank 1 fails before the collective" in done.stderr, done.stderr[-2000:]
     assert "was not aborted" not in done.stdout
+
+
+def test_devices_open_in_an_mpi_launchers_environment(tmp_path):
+    """With an MPI launcher's variables set (here PMI_SIZE, as MPICH's mpirun sets it), pyree
+    still opens its device and computes: it hides them from IREE while creating the device,
+    whose MPI channel provider otherwise failed to load ('MPI runtime library not available'),
+    and puts them back."""
+    script = tmp_path / "launcher_env.py"
+    script.write_text("import os\nimport pyree.numpy as jnp\n"
+                      "print(float(jnp.sum(jnp.arange(5.0))), os.environ['PMI_SIZE'])\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PMI_SIZE="2", PMI_RANK="0"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["10.0", "2"]
