@@ -162,6 +162,29 @@ def _read_by_copy(buffer, shape: tuple, dtype: np.dtype, hal) -> np.ndarray:
     return host
 
 
+# Variables by which IREE's runtime (iree_hal_mpi_is_configured) decides that the process was
+# started by an MPI launcher: then every device it creates gets an MPI "channel provider", which
+# dlopens "libmpi.so" and calls MPI_Init. pyree never asks IREE for a collective channel: its
+# CPU drivers cannot make one (local-sync and local-task answer "collectives not implemented"),
+# on CUDA the provider would give NCCL channels their rank and id, which pyree's programs do not
+# use, and pyree.distributed reduces across processes with mpi4py. Under `mpirun` from PyPI's
+# mpich the provider could not load (its libmpi.so is a linker script, "file too short"), so
+# creating any device failed: "MPI runtime library not available" (IREE 3.13, measured here).
+_MPI_LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPIEXEC_HOSTNAME")
+
+
+class _hidden_mpi_launcher:
+    """Hides the MPI launcher's variables from IREE while it creates (configures) a device, so
+    that it installs no MPI channel provider (see ``_MPI_LAUNCHER_VARIABLES``)."""
+
+    def __enter__(self) -> None:
+        self._saved = {name: os.environ.pop(name) for name in _MPI_LAUNCHER_VARIABLES
+                       if name in os.environ}
+
+    def __exit__(self, *exc: Any) -> None:
+        os.environ.update(self._saved)
+
+
 def _allocators(platform: str) -> list[str]:
     """IREE allocator wrappers for a device of ``platform`` (PYREE_ALLOCATORS, comma-separated,
     overrides them for experiments)."""
@@ -403,8 +426,9 @@ class Device:
                 if hal is None:
                     rt = iree_runtime()
                     try:
-                        hal = rt.get_driver(driver).create_default_device(
-                            allocators=_allocators(self.platform))
+                        with _hidden_mpi_launcher():
+                            hal = rt.get_driver(driver).create_default_device(
+                                allocators=_allocators(self.platform))
                     except Exception as e:  # the driver or its hardware is missing
                         raise RuntimeError(
                             f"pyree could not open IREE driver {driver!r} for platform "

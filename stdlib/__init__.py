@@ -50,7 +50,7 @@ _ATTRIBUTES = {
 }
 _SUBMODULES = {"numpy", "lax", "nn", "tree_util", "tree", "errors", "config", "dtypes", "runtime",
                "core", "test_util", "random", "debug", "scipy", "example_libraries", "sharding",
-               "transpiler", "ad_checkpoint"}
+               "transpiler", "ad_checkpoint", "distributed"}
 
 
 def __getattr__(name: str) -> Any:

@@ -282,28 +282,34 @@ def make_jaxpr(fun: Any, static_argnums: Any = (), axis_env: Any = None,
 
 
 # -- processes and devices ------------------------------------------------------------------------
-# pyree runs in one process: it is process 0 of 1 and every device is local.
+# A pyree process sees only its own devices. Several processes form one run after
+# pyree.distributed.initialize() (over MPI); until then a process is process 0 of 1.
 
 def local_device_count(backend: Optional[str] = None) -> int:
-    """How many devices this process has (all of them: pyree is one process).
-    Example: ``pyree.local_device_count()`` -> 1"""
+    """How many devices this process has (all the devices it sees: a process's devices are all
+    local). Example: ``pyree.local_device_count()`` -> 1"""
     return len(devices(backend))
 
 
 def process_index(backend: Optional[str] = None) -> int:
-    """This process's index among the processes of a multi-process run: always 0 here.
-    Example: ``if pyree.process_index() == 0: print(loss)``"""
-    return 0
+    """This process's index among the processes of the run: its MPI rank after
+    ``pyree.distributed.initialize()``, 0 before. Example: ``if pyree.process_index() == 0:
+    print(loss)``"""
+    from pyree import distributed
+    return distributed.process_index()
 
 
 def process_count(backend: Optional[str] = None) -> int:
-    """How many processes the run has: always 1 here. Example: ``pyree.process_count()`` -> 1"""
-    return 1
+    """How many processes the run has: MPI's process count after
+    ``pyree.distributed.initialize()``, 1 before. Example: ``pyree.process_count()`` -> 1"""
+    from pyree import distributed
+    return distributed.process_count()
 
 
 def process_indices(backend: Optional[str] = None) -> list[int]:
-    """The indices of the processes of the run: ``[0]``. Example: ``pyree.process_indices()``"""
-    return [0]
+    """The indices of the processes of the run: ``[0, ..., process_count() - 1]``.
+    Example: ``pyree.process_indices()`` -> [0]"""
+    return list(range(process_count(backend)))
 
 
 host_id = process_index        # JAX's older names
