@@ -21,7 +21,8 @@ from .ir import IR, ClosedIR, Eqn, ShapedArray, Var
 from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
                     kept_past_loop, lowering_rules, mlir, op, opaque_select, opaque_true,
                     own_buffers, scalar_like, tensor_type)
-from .trace import IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, tracing
+from .trace import (IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, has_effects,
+                    tracing)
 
 cond_p = Primitive("cond", multiple_results=True)
 while_p = Primitive("while", multiple_results=True)
@@ -101,15 +102,25 @@ def taken_branch(branches: Sequence[IR], index: Any) -> IR:
 
 
 def _lower_region_outputs(ctx: RuleContext, region: IR, args: Sequence,
-                          loop_body: bool = False) -> list:
+                          loop_body: bool = False, effect_token: bool = False) -> list:
     """Emit ``region`` on ``args`` at the insertion point; ``loop_body``: it is (part of) the
-    body or condition of a loop."""
+    body or condition of a loop; ``effect_token``: the region has no outputs, and one int32
+    scalar is appended to them that depends on the unused results of its effectful
+    equations (see ``_cond_lowering``)."""
     sub = Lowering(ctx.dynamic)
     sub._input_views = ctx.lowering._input_views
     sub.hoisted = ctx.lowering.hoisted
     sub.in_loop = ctx.lowering.in_loop or loop_body
     sub.in_region = True
-    return sub.lower_ir(region, list(args))
+    outs = sub.lower_ir(region, list(args))
+    if effect_token:
+        token = scalar_like(0, np.int32)
+        if sub.unused_effect_results:
+            pending = [token] + sub.unused_effect_results
+            token = op("stablehlo.optimization_barrier", [v.type for v in pending],
+                       pending).results[0]
+        outs = outs + [token]
+    return outs
 
 
 # Inside loops, branches this small, without effects or loops, run both and select. There a
@@ -137,6 +148,12 @@ def _speculatable(branches: Sequence[IR], out_avals: Sequence[ShapedArray]) -> b
 def _cond_lowering(ctx: RuleContext, index, *operands, branches):
     ir = mlir()
     result_types = [tensor_type(a) for a in ctx.avals_out]
+    # A branch without outputs whose loop prints and leaves its results unused fails in IREE
+    # 3.13 as at the top level (see Lowering.lower_ir): such a cond yields one extra int32
+    # token tied to those results, which the enclosing IR joins to its own outputs.
+    effect_token = not result_types and any(has_effects(b.eqns) for b in branches)
+    if effect_token:
+        result_types.append(tensor_type(ShapedArray((), np.dtype(np.int32))))
     i32 = ShapedArray((), np.dtype(np.int32))
     if ctx.lowering.in_loop and _speculatable(branches, ctx.avals_out):
         results = _lower_region_outputs(ctx, branches[0], operands)
@@ -158,7 +175,7 @@ def _cond_lowering(ctx: RuleContext, index, *operands, branches):
     for region, branch in zip(if_op.regions, order):
         block = ir.Block.create_at_start(region, [])
         with ir.InsertionPoint(block):
-            outs = _lower_region_outputs(ctx, branch, operands)
+            outs = _lower_region_outputs(ctx, branch, operands, effect_token=effect_token)
             # Inside a loop or another branch, values from outside the branch get barriers too
             # (own_buffers): an eager cond of 17 operands nested in a cond (physical_optimization
             # under grad) ran into a null buffer without them.

@@ -413,7 +413,11 @@ class Lowering:
                 if (eqn.outputs and not any(v in used for v in eqn.outputs)
                         and has_effects([eqn])):
                     unused_effect_results.extend(outs)
+                # A cond without results whose branch left such results hands back one token
+                # for them (control_flow._cond_lowering); it needs a use in turn.
+                unused_effect_results.extend(outs[len(eqn.outputs):])
         results = [read(atom) for atom in ir.outs]
+        self.unused_effect_results = unused_effect_results if not results else []
         if unused_effect_results and results:
             # IREE 3.13 fails to compile a while loop whose body prints and whose results are
             # all unused ("maximum iteration count exceeded in fixed point pipeline", in its
