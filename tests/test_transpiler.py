@@ -597,6 +597,32 @@ def test_subscript_assignment_on_python_objects_stays_python():
     agree(f, X5)
 
 
+_SEEN: dict = {}
+
+
+def test_subscript_assignment_to_enclosing_and_global_containers():
+    """A nested function storing into its enclosing function's dict (an interpreter's
+    ``write``), or any function into a global one, updates it in place as Python does: the
+    functional rewrite would make the name a local of the function (UnboundLocalError)."""
+    def double_all(xs):
+        env = {}
+
+        def write(k, val):
+            env[k] = val
+            env[k] += val
+
+        for k, x in enumerate(xs):
+            write(k, x)
+        _SEEN["count"] = len(env)
+        _SEEN["count"] += 1
+        return [env[k] for k in range(len(xs))]
+
+    out = pyree.jit(double_all)([X5, -X5])
+    np.testing.assert_allclose(np.asarray(out[0]), 2 * X5)
+    np.testing.assert_allclose(np.asarray(out[1]), -2 * X5)
+    assert _SEEN["count"] == 3
+
+
 # -- variables: Python numbers that become traced, definitions, pytrees ---------------------------
 
 def counters(x, t):

@@ -527,8 +527,51 @@ def _load(target: ast.expr) -> ast.expr:
     return node
 
 
+def _rebindable_names(scope: ast.AST) -> set[str]:
+    """The names a function may rebind: its parameters, the names it assigns (so they are its
+    locals) and those it declares ``global`` or ``nonlocal``."""
+    names: set[str] = set()
+    args = scope.args
+    for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+        if a is not None:
+            names.add(a.arg)
+    for node in _walk_scope(scope.body):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
 class _SubscriptAssignments(ast.NodeTransformer):
-    """``x[i] = v`` -> ``x = setitem(x, i, v)``; ``x[i] += v`` -> ``x = setitem_op(...)``."""
+    """``x[i] = v`` -> ``x = setitem(x, i, v)``; ``x[i] += v`` -> ``x = setitem_op(...)``.
+    Only where the function may rebind ``x``: a container of an enclosing scope or a global
+    (``cache[key] = value`` in a nested function) is updated in place as Python does, since
+    binding ``x`` would make it a local of the function (UnboundLocalError)."""
+
+    def __init__(self) -> None:
+        self._rebindable: list[set[str]] = []
+
+    def _visit_scope(self, node: ast.AST) -> ast.AST:
+        self._rebindable.append(_rebindable_names(node))
+        try:
+            self.generic_visit(node)
+        finally:
+            self._rebindable.pop()
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _visit_scope
+
+    def _may_rebind(self, target: ast.Subscript) -> bool:
+        base = target.value
+        while isinstance(base, ast.Subscript):
+            base = base.value
+        return (not isinstance(base, ast.Name) or not self._rebindable
+                or base.id in self._rebindable[-1])
 
     def _store_target(self, target: ast.expr) -> ast.expr:
         node = copy.deepcopy(target)
@@ -545,7 +588,7 @@ class _SubscriptAssignments(ast.NodeTransformer):
 
     def visit_Assign(self, node: ast.Assign) -> Any:
         self.generic_visit(node)
-        if not any(isinstance(t, ast.Subscript) for t in node.targets):
+        if not any(isinstance(t, ast.Subscript) and self._may_rebind(t) for t in node.targets):
             return node
         if len(node.targets) == 1:
             target, value = self._rewrite(node.targets[0], node.value)
@@ -553,7 +596,7 @@ class _SubscriptAssignments(ast.NodeTransformer):
         tmp = _PREFIX + f"value_{node.lineno}_{node.col_offset}"
         out = [_assign(tmp, node.value, node)]
         for t in node.targets:
-            if isinstance(t, ast.Subscript):
+            if isinstance(t, ast.Subscript) and self._may_rebind(t):
                 target, value = self._rewrite(t, _name(tmp))
                 out.append(ast.copy_location(ast.Assign(targets=[target], value=value), node))
             else:
@@ -567,7 +610,7 @@ class _SubscriptAssignments(ast.NodeTransformer):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:
         self.generic_visit(node)
-        if not isinstance(node.target, ast.Subscript):
+        if not isinstance(node.target, ast.Subscript) or not self._may_rebind(node.target):
             return node
         t = node.target
         new = _call("setitem_op", _load(t.value), _index_expr(t.slice), node.value,
