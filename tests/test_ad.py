@@ -859,6 +859,16 @@ def test_float0_cotangents_pass_through_jit_arguments():
         assert g_n.dtype == pyree.dtypes.float0 and g_n.shape == ()
 
 
+def test_eval_shape_describes_float0_results():
+    """As JAX: eval_shape of a gradient with an integer input's float0 leaf gives a
+    ShapeDtypeStruct of dtype float0, like the other leaves."""
+    grad = pyree.grad(lambda p: jnp.sum(p["w"] * p["n"]), allow_int=True)
+    shapes = pyree.eval_shape(grad, {"w": jnp.ones(3), "n": jnp.arange(3)})
+    assert isinstance(shapes["n"], pyree.ShapeDtypeStruct)
+    assert shapes["n"].shape == (3,) and shapes["n"].dtype == pyree.dtypes.float0
+    assert shapes["w"].shape == (3,) and shapes["w"].dtype == np.float32
+
+
 def test_integer_inputs_get_float0_cotangents():
     """As JAX (0.10.2, each case compared): grad(allow_int=True), value_and_grad and vjp give
     an integer or boolean input a NumPy array of dtype float0 of its shape, eagerly, under jit

@@ -376,8 +376,12 @@ class JitFunction:
         """The shapes and dtypes of the results, without compiling or running anything."""
         static, in_tree, avals = self._abstract_signature(args, kwargs)
         closed, out_tree = self._trace(static, in_tree, avals)
-        return tree_util.tree_unflatten(
+        shapes = tree_util.tree_unflatten(
             out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals])
+        # float0 results live in the structure as zeros; JAX describes them like the others.
+        return tree_util.tree_map(
+            lambda leaf: ShapeDtypeStruct(leaf.shape, leaf.dtype) if dtypes._is_float0(leaf)
+            else leaf, shapes)
 
     def __get__(self, obj, objtype=None):
         # Decorating a method: bind like a function would.
