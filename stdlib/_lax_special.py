@@ -64,6 +64,13 @@ def _select(pred, a, b):
     return P.select_p.bind(pred, a, b)
 
 
+def _odd_magnitude(x: Any) -> Any:
+    """``|x|`` for odd functions computed as ``sign * f(|x|)`` (``_negate_where_sign_bit``):
+    equal to ``abs(x)`` but with derivative -1 or +1 at zero too, where abs's is 0 (which
+    made grad of sinh and atanh 0 at zero, of asinh NaN, instead of 1)."""
+    return _select(sign_bit(x), P.neg_p.bind(x), x)
+
+
 def _negate_where_sign_bit(x: Any, magnitude: Any) -> Any:
     """``magnitude`` with the sign bit of ``x`` (so that -0.0 gives -0.0)."""
     return _select(sign_bit(x), P.neg_p.bind(magnitude), magnitude)
@@ -272,7 +279,7 @@ def sinh(x: Any) -> Any:
     x = _operand("sinh", x, "fc", "floating-point or complex numbers")
     if P.kind(get_aval(x).dtype) == "c":
         return _complex_sinh(x)
-    a = P.abs_p.bind(x)
+    a = _odd_magnitude(x)
     half = _c(0.5, x)
     # |x| < 1: (e + e / (e + 1)) / 2 with e = expm1|x| has no cancellation.
     e = P.expm1_p.bind(a)
@@ -311,14 +318,17 @@ def asinh(x: Any) -> Any:
     x = _operand("asinh", x, "fc", "floating-point or complex numbers")
     if P.kind(get_aval(x).dtype) == "c":
         return _complex_asinh(x)
-    a = P.abs_p.bind(x)
+    a = _odd_magnitude(x)
     one = _c(1.0, x)
     # asinh a = log1p(a + a**2 / (1 + sqrt(1 + a**2))); past 1/sqrt(eps), log(2a).
     a2 = P.mul_p.bind(a, a)
     moderate = P.log1p_p.bind(P.add_p.bind(a, P.div_p.bind(
         a2, P.add_p.bind(one, P.sqrt_p.bind(P.add_p.bind(one, a2))))))
-    large = P.add_p.bind(P.log_p.bind(a), _c(math.log(2), x))
-    magnitude = _select(P.gt_p.bind(a, _c(1 / math.sqrt(_eps(x)), x)), large, moderate)
+    is_large = P.gt_p.bind(a, _c(1 / math.sqrt(_eps(x)), x))
+    # (log of 1 where the branch is not taken: log's slope at 0 times select's zero cotangent
+    # would make the gradient NaN at 0.)
+    large = P.add_p.bind(P.log_p.bind(_select(is_large, a, one)), _c(math.log(2), x))
+    magnitude = _select(is_large, large, moderate)
     return _negate_where_sign_bit(x, magnitude)
 
 
@@ -351,7 +361,7 @@ def atanh(x: Any) -> Any:
     x = _operand("atanh", x, "fc", "floating-point or complex numbers")
     if P.kind(get_aval(x).dtype) == "c":
         return _complex_atanh(x)
-    a = P.abs_p.bind(x)
+    a = _odd_magnitude(x)
     one = _c(1.0, x)
     # atanh a = log1p(2a / (1 - a)) / 2.
     magnitude = P.mul_p.bind(_c(0.5, x), P.log1p_p.bind(

@@ -1160,3 +1160,20 @@ def test_jitted_gradient_of_a_large_mean_compiles():
     # Written by hand, the same program compiles the same way.
     by_hand = pyree.jit(lambda a: (jnp.sum(jnp.exp(a * u) * u), jnp.sum(-jnp.exp(a * u) * v)))
     close(by_hand(0.1), (np.sum(np.exp(0.1 * u) * u), -np.sum(np.exp(0.1 * u) * v)), rtol=1e-4)
+
+
+def test_derivatives_at_zero_of_odd_functions_and_abs():
+    """sinh, asinh and atanh are computed as sign(x) * f(|x|); abs's slope 0 at zero made
+    their gradients 0 there (asinh's NaN: its large-argument branch took log(0)). Closed
+    forms: all three have slope 1 at 0. abs has slope +1 at +0.0 and -0.0, as in JAX."""
+    for fn in (jnp.sinh, jnp.arcsinh, jnp.arctanh, jnp.tanh, jnp.sin):
+        for x in (0.0, -0.0):
+            assert float(pyree.grad(fn)(x)) == 1.0, (fn.__name__, x)
+            assert float(pyree.jit(pyree.grad(fn))(x)) == 1.0, (fn.__name__, x)
+    xs = np.array([-2.0, -0.3, 0.7, 3.0], np.float32)
+    for fn, slope in ((jnp.sinh, np.cosh), (jnp.arcsinh, lambda x: 1 / np.sqrt(1 + x * x)),
+                      (jnp.arctanh, lambda x: 1 / (1 - x * x))):
+        inside = xs[np.abs(xs) < 1] if fn is jnp.arctanh else xs
+        close(pyree.vmap(pyree.grad(fn))(inside), slope(inside.astype(np.float64)))
+    close(pyree.grad(jnp.arcsinh)(1e8), 1e-8)
+    close(pyree.vmap(pyree.grad(jnp.abs))(jnp.array([-1.0, -0.0, 0.0, 2.0])), [-1, 1, 1, 1])

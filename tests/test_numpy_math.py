@@ -552,8 +552,10 @@ def test_grads_elementwise():
 
 
 def test_grads_at_awkward_points():
-    # hypot at 0: 0 (the finite differences agree: |h| is even).
-    assert np.asarray(pyree.grad(lambda a: jnp.hypot(a, 0.0))(0.0)) == 0.0
+    # hypot at (0, 0): JAX's 0.5 (abs has slope 1 at 0, max and min split a tie evenly; the
+    # derivative does not exist there).
+    assert np.asarray(pyree.grad(lambda a: jnp.hypot(a, 0.0))(0.0)) == 0.5
+    assert np.asarray(pyree.grad(lambda a: jnp.hypot(a, 1.0))(0.0)) == 0.0
     np.testing.assert_allclose(
         np.asarray(pyree.grad(lambda a, b: jnp.hypot(a, b), argnums=(0, 1))(3.0, 4.0)),
         [0.6, 0.8], rtol=1e-6)
@@ -567,6 +569,11 @@ def test_grads_at_awkward_points():
     np.testing.assert_array_equal(np.asarray(g), [0.0, 1.0])
     g = pyree.grad(lambda a, b: jnp.logaddexp(a, b), argnums=(0, 1))(1.0, 1.0)
     np.testing.assert_allclose(np.asarray(g), [0.5, 0.5], rtol=1e-6)
+    g = pyree.grad(lambda a, b: jnp.logaddexp2(a, b), argnums=(0, 1))(0.0, 0.0)
+    np.testing.assert_allclose(np.asarray(g), [0.5, 0.5], rtol=1e-6)
+    # i0e(x) = exp(-|x|) I0(x) at 0: JAX's slope 0 (its one-sided slopes are -1 and 1).
+    from pyree.scipy import special
+    assert float(pyree.grad(special.i0e)(0.0)) == 0.0
 
 
 def test_grads_complex_parts():

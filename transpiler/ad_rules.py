@@ -145,7 +145,7 @@ defjvp(P.rsqrt_p, lambda g, ans, x: mul(g, mul(const(-0.5, ans), div(ans, x))),
        use_output=True)
 defjvp(P.cbrt_p, lambda g, ans, x: mul(g, div(const(1 / 3, ans), mul(ans, ans))),
        use_output=True)
-defjvp(P.abs_p, lambda g, x: mul(g, P.sign_p.bind(x)))
+# (abs's rule is in special.py, where the complex parts are defined.)
 defjvp(P.erf_p, lambda g, x: mul(g, mul(const(2 / math.sqrt(math.pi), x),
                                         P.exp_p.bind(neg(mul(x, x))))))
 for _p in (P.sign_p, P.floor_p, P.ceil_p, P.round_p, P.not_p, P.is_finite_p):

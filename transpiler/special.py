@@ -33,7 +33,8 @@ import numpy as np
 from . import batching, float32_math
 from . import primitives as P
 from .ad import Zero
-from .ad_rules import add, aval, const, defjvp, defjvp_zero, deflinear, div, mul, neg, sub
+from .ad_rules import (add, aval, const, defjvp, defjvp_zero, deflinear, div, mul, neg, select,
+                       sub)
 from .ir import ShapedArray
 from .lower import (ElementwiseOps, RuleContext, float32_formula, hlo, lowering_rules, op,
                     tensor_type)
@@ -367,13 +368,12 @@ deflinear(complex_p, _t_complex)
 
 
 def _abs_jvp(g, x):
-    """d|x| = sign(x) dx for real x; for complex x, |x| is real and d|x| = Re(conj(x / |x|) dx)
-    (jnp.abs of a complex array under grad). This rule replaces ad_rules' real-only one here,
-    where the complex parts are defined."""
-    sign = P.sign_p.bind(x)
+    """d|x| = sign(x) dx for real x, with slope +1 at +0.0 and -0.0 as in JAX (so grad of an
+    L1 penalty at a zero parameter is JAX's subgradient, not 0); for complex x, |x| is real
+    and d|x| = Re(conj(x / |x|) dx) (jnp.abs of a complex array under grad)."""
     if aval(x).dtype.kind != "c":
-        return mul(g, sign)
-    return real_p.bind(mul(conj_p.bind(sign), g))
+        return select(P.ge_p.bind(x, const(0, x)), g, neg(g))
+    return real_p.bind(mul(conj_p.bind(P.sign_p.bind(x)), g))
 
 
 defjvp(P.abs_p, _abs_jvp)

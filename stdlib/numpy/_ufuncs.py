@@ -753,7 +753,10 @@ def _logaddexp_base(x1: Any, x2: Any, exp_fn: Callable, log_base: Optional[float
     # delta is NaN for two infinities of one sign (and for NaNs): then x1 + x2 is right.
     nan_delta = P.ne_p.bind(delta, delta)
     safe_delta = P.select_p.bind(nan_delta, _full_like(delta, 0), delta)
-    correction = P.log1p_p.bind(exp_fn(P.neg_p.bind(P.abs_p.bind(safe_delta))))
+    # |delta| as delta * sign(delta): its slope at a tie is 0, so that with max's even split
+    # both slopes are 1/2 there, as JAX's (abs's slope at 0 is 1).
+    magnitude = P.mul_p.bind(safe_delta, P.sign_p.bind(safe_delta))
+    correction = P.log1p_p.bind(exp_fn(P.neg_p.bind(magnitude)))
     if log_base is not None:  # divided, so that logaddexp2(x, x) is exactly x + 1
         correction = P.div_p.bind(correction, typed_scalar(log_base, dtype))
     return P.select_p.bind(nan_delta, P.add_p.bind(x1, x2), P.add_p.bind(biggest, correction))
