@@ -245,12 +245,15 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
         int_t = dtypes.canonicalize_dtype(int)
         from pyree.numpy._util import typed_scalar
         from pyree import lax
+        # Python int bounds give a weakly typed index, as in JAX (fori_loop(0, 10, lambda i, x:
+        # x + i, 0) is a weak int32).
+        weak = type(lower) is int and type(upper) is int
 
         def step(carry, _):
             i, val = carry
-            return (lax.add(i, typed_scalar(1, int_t)), body_fn(i, val)), None
+            return (lax.add(i, typed_scalar(1, int_t, weak)), body_fn(i, val)), None
 
-        start = lax.broadcast_in_dim(typed_scalar(lo, int_t), (), ())
+        start = lax.broadcast_in_dim(typed_scalar(lo, int_t, weak), (), ())
         (_, val), _ = scan(step, (start, init_val), None, length=hi - lo)
         return val
     from pyree.numpy._util import promote_dtypes

@@ -190,3 +190,13 @@ def test_grad_of_python_if_outside_jit_differentiates_the_branch_taken():
     np.testing.assert_allclose(float(pyree.grad(pyree.grad(f))(3.0)), -0.5, rtol=1e-5)
     value, grad = pyree.value_and_grad(f)(1.0)
     assert (float(value), float(grad)) == (1.0, 3.0)
+
+
+def test_fori_loop_with_python_int_bounds_has_a_weak_index():
+    """As JAX (the control-flow notebook): fori_loop(0, 10, lambda i, x: x + i, 0) is a weakly
+    typed int32 45; a float16 carry stays float16."""
+    from pyree import lax
+    out = lax.fori_loop(0, 10, lambda i, x: x + i, 0)
+    assert int(out) == 45 and out.dtype == np.int32 and out.aval.weak_type
+    out = pyree.jit(lambda: lax.fori_loop(0, 10, lambda i, x: x + i, jnp.float16(0)))()
+    assert float(out) == 45.0 and out.dtype == np.float16 and not out.aval.weak_type
