@@ -270,3 +270,85 @@ JAX's names (``jax.checkpoint_policies``). Example: ``pyree.checkpoint_policies.
 
 __all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
            "checkpoint_policies", "remat"]
+
+
+# -- inspecting residuals ---------------------------------------------------------------------
+
+def saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any, str]]:
+    """The values reverse mode keeps from ``fun``'s forward pass for its backward pass, as
+    ``(ShapeDtypeStruct, description)`` pairs: arguments first, then intermediate values in
+    the order they are computed, each described by the primitive that makes it and the user's
+    source line (``jax.ad_checkpoint.saved_residuals``).
+
+    They are the values of pyree's linearized program that its linear (backward) part reads
+    from the primal part. Since ``checkpoint`` changes nothing in pyree (see the module
+    docstring: IREE decides what stays in memory), the list is the same with or without it.
+
+    Example::
+
+        saved_residuals(lambda x: jnp.sin(x).sum(), jnp.ones(3))
+        # [(ShapeDtypeStruct(shape=(3,), dtype=float32), 'output of cos from f.py:1:18 (<lambda>)')]
+    """
+    import inspect
+
+    from pyree import tree_util
+    from pyree.transpiler import ad
+    from pyree.transpiler.ir import Var
+    from pyree.transpiler.jit import ShapeDtypeStruct
+    from pyree.transpiler.trace import get_aval
+
+    from ._autodiff import _flatten_args, _trace
+    if kwargs:
+        fun = functools.partial(fun, **kwargs)
+    leaves, tree = _flatten_args(args, "saved_residuals arguments")
+    closed, _, _ = _trace(fun, leaves, tree)
+    nonzero = [ad.is_differentiable(get_aval(leaf)) for leaf in leaves]
+    lin, _ = ad.linearize_closed(closed, nonzero)
+
+    # Names of the arguments' leaves: the parameter's name and the path inside it.
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, arg in enumerate(args):
+        base = params[i] if i < len(params) else f"args[{i}]"
+        names += [base + path for path in tree_util.leaf_paths(tree_util.tree_structure(arg))]
+
+    def residuals_read_by(eqns) -> list:
+        return [a for eqn in eqns for a in eqn.inputs
+                if isinstance(a, Var) and not lin.is_linear(a)]
+
+    read = {id(a) for a in residuals_read_by(lin.linear_eqns)}
+    ir = lin.closed.ir
+    found: list[tuple[Any, str]] = []
+    for var, name in zip(lin.primal_in, names):
+        if id(var) in read:
+            found.append((var, f"from the argument {name}"))
+    for var in ir.const_vars:
+        if id(var) in read:
+            found.append((var, "from a constant"))
+    for eqn in lin.primal_eqns:
+        for var in eqn.outputs:
+            if id(var) in read:
+                what = (f"named {eqn.params['name']!r}" if _is_named(eqn.primitive, eqn.params)
+                        else f"output of {_prim_name(eqn.primitive)}")
+                loc = eqn.loc
+                found.append((var, f"{what} from {loc} ({loc.function})" if loc else what))
+    return [(ShapeDtypeStruct(v.aval.shape, v.aval.dtype), text) for v, text in found]
+
+
+def print_saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> None:
+    """Print ``saved_residuals(fun, *args, **kwargs)``, one value per line
+    (``jax.ad_checkpoint.print_saved_residuals``).
+
+    Example::
+
+        print_saved_residuals(lambda w, x: jnp.sin(w @ x).sum(), w, x)
+        # f32[5,4] from the argument w
+        # f32[4] from the argument x
+        # f32[5] output of cos from f.py:1:35 (<lambda>)
+    """
+    from pyree.transpiler.ir import ShapedArray
+    for shape, text in saved_residuals(fun, *args, **kwargs):
+        print(ShapedArray(shape.shape, shape.dtype).str_short(), text)

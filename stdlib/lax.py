@@ -477,3 +477,21 @@ import sys as _sys  # noqa: E402
 from . import _lax_linalg as linalg  # noqa: E402
 
 _sys.modules[__name__ + ".linalg"] = linalg
+
+
+def __getattr__(name: str) -> Any:
+    """The primitives as attributes (``lax.exp_p``, ``lax.tanh_p``...), as JAX's lax has them,
+    for interpreters that walk an IR and dispatch on its equations' primitives.
+
+    Example::
+
+        {lax.exp_p: jnp.log, lax.tanh_p: jnp.arctanh}[eqn.primitive]
+    """
+    from pyree.transpiler.trace import Primitive
+    if name.endswith("_p"):
+        for module_name, module in list(_sys.modules.items()):
+            if module_name.startswith("pyree.transpiler.") and module is not None:
+                found = getattr(module, name, None)
+                if isinstance(found, Primitive):
+                    return found
+    raise AttributeError(f"module 'pyree.lax' has no attribute {name!r}")

@@ -1,4 +1,6 @@
 """JAX's names that real programs use, with JAX's behaviour (issue: real programs run)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -375,6 +377,36 @@ def test_ad_checkpoint_module():
                                x.T @ (1 - np.tanh(h64) ** 2), rtol=1e-5, atol=1e-6)
     tree = {"a": jnp.ones(2)}
     assert checkpoint_name(tree, "t") is tree
+
+
+def _residual_layer(W, x):
+    y = jnp.dot(W, x)
+    return jnp.sin(y)
+
+
+def test_print_saved_residuals_lists_what_the_backward_pass_reads(capsys):
+    """As JAX's list for the remat notebook's three-layer example: the arguments, each layer's
+    sin (the next dot's tangent reads it) and cos (sin's derivative); not the dots' outputs."""
+    from pyree.ad_checkpoint import print_saved_residuals, saved_residuals
+
+    def f(W1, W2, W3, x):
+        return _residual_layer(W3, _residual_layer(W2, _residual_layer(W1, x)))
+
+    args = (jnp.ones((5, 4)), jnp.ones((6, 5)), jnp.ones((7, 6)), jnp.ones(4))
+    found = [(r.shape, re.sub(r" from \S+:\d+:\d+", "", text))
+             for r, text in saved_residuals(f, *args)]
+    assert found == [
+        ((5, 4), "from the argument W1"), ((6, 5), "from the argument W2"),
+        ((7, 6), "from the argument W3"), ((4,), "from the argument x"),
+        ((5,), "output of sin (_residual_layer)"), ((5,), "output of cos (_residual_layer)"),
+        ((6,), "output of sin (_residual_layer)"), ((6,), "output of cos (_residual_layer)"),
+        ((7,), "output of cos (_residual_layer)")]
+    print_saved_residuals(lambda params, x: jnp.sin(jnp.dot(params[0], x)).sum(), [args[0]],
+                          args[3])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["f32[5,4] from the argument params[0]", "f32[4] from the argument x"]
+    assert lines[2].startswith("f32[5] output of cos from " + __file__)
+    assert lines[2].endswith("(<lambda>)") and len(lines) == 3
 
 
 # -- top-level utilities --------------------------------------------------------------------------

@@ -44,6 +44,11 @@ class Literal:
         self.value = np.asarray(value, dtype=aval.dtype)
         self.aval = aval
 
+    @property
+    def val(self) -> np.ndarray:
+        """The value (JAX's name, for interpreters written against Jaxprs)."""
+        return self.value
+
     def __repr__(self) -> str:
         return f"Literal({self.value.item()!r}:{self.aval.str_short()})"
 
@@ -63,6 +68,10 @@ class Eqn:
         self.params = params
         self.outputs = list(outputs)
         self.loc = loc
+
+    # JAX's names for the same fields (code written for a JaxprEqn reads an Eqn too).
+    invars = property(lambda self: self.inputs)
+    outvars = property(lambda self: self.outputs)
 
     def replace(self, **changes) -> "Eqn":
         fields = {name: getattr(self, name) for name in self.__slots__}

@@ -84,8 +84,10 @@ def user_loc(skip: int = 1) -> Optional[SourceLoc]:
     while frame is not None:
         code = frame.f_code
         if not _is_internal(code.co_filename):
+            # (convert.py compiles a converted lambda as a function of this name.)
+            name = "<lambda>" if code.co_name == "_pyree_lambda" else code.co_name
             return SourceLoc(code.co_filename, frame.f_lineno, code=code, lasti=frame.f_lasti,
-                             function=code.co_name)
+                             function=name)
         frame = frame.f_back
     return None
 
