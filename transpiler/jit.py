@@ -17,7 +17,7 @@ import numpy as np
 
 from pyree import dtypes, tree_util
 from pyree.runtime import compile as rcompile
-from pyree.runtime.array import Array, device_put_numpy
+from pyree.runtime.array import Array, ShardedArray, device_put_numpy
 from pyree.runtime.aval import interned
 from pyree.runtime import device as device_module
 from pyree.runtime.device import Device, default_device
@@ -303,6 +303,10 @@ class JitFunction:
                     return compiled.run(list(args))
         static, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = _flatten_arguments(dyn_args, dyn_kwargs)
+        if self._device is None and any(type(leaf) is ShardedArray for leaf in leaves):
+            program = self._partitioned(static, in_tree, leaves)
+            if program is not None:
+                return program.run(leaves)
         device = self._device_for(leaves)
         arrays, avals = self._leaves_to_arrays(leaves, device)
         key = (static, in_tree, avals, device, _trace_options)
@@ -315,6 +319,27 @@ class JitFunction:
             self._fast[_fast_key(avals)] = (compiled.device, compiled.executable.caller()
                                             if compiled.direct else None, compiled)
         return compiled.run(arrays)
+
+    def _partitioned(self, static: tuple, in_tree, leaves: list):
+        """The multi-device program of a call whose arguments are placed by NamedShardings
+        the computation can follow (stdlib/_sharded_jit.py), or None: then the call computes
+        on the whole arrays on one device."""
+        from pyree import _sharded_jit
+        plan = _sharded_jit.plan_for(leaves)
+        if plan is None:
+            return None
+        avals = tuple(_leaf_aval(leaf) for leaf in leaves)
+        key = ("partitioned", static, in_tree, avals, plan.key(), _trace_options)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        with self._lock:
+            if key not in self._cache:
+                closed, out_tree = self._trace(static, in_tree, avals)
+                self._cache[key] = _sharded_jit.compile_partitioned(closed, out_tree, leaves,
+                                                                    plan)
+        return self._cache[key]
 
     def _compile(self, key: tuple, static: tuple, in_tree, avals: tuple,
                  device: Device) -> _Compiled:

@@ -1,0 +1,347 @@
+"""Partitioning a whole-array program over the devices of a mesh axis: how ``jit`` follows
+arguments placed with ``NamedSharding`` (data parallelism), as an IR -> IR transformation.
+
+The function is traced once, on the whole arrays (the program one device would run).
+``partition_eval`` then emits it again as one SPMD program over the ``n`` devices of a mesh
+axis, equation by equation, knowing for every value its *layout*:
+
+* ``REPLICATED`` (``None``): every device holds the whole value;
+* ``d`` (an int): the value is cut along dimension ``d`` into ``n`` equal blocks, device ``i``
+  holding block ``i`` (``NamedSharding(mesh, P(None, ..., axis))``, the axis at ``d``).
+
+Each equation becomes one copy per device, computed on that device's values; the rule of its
+primitive (``partition_rules``) says what each copy computes and the layouts of the results:
+
+* every operand replicated: the equation as it is, on every device; the result is replicated.
+* elementwise operations (``primitives.ELEMENTWISE``, ``stop_gradient``): operands split along
+  the same dimension combine block by block; a replicated operand of rank >= 1 is first cut to
+  the device's block; the result is split like the operands.
+* ``broadcast_in_dim``, ``transpose``: the split dimension moves to where the operation puts it.
+  ``reshape`` keeps the split when the dimensions before it multiply to the same count in the
+  new shape and the new dimension there is divisible by ``n`` (then each block is a contiguous
+  run of the same elements before and after); otherwise it has no partitioned form.
+* ``reduce_sum`` / ``reduce_max`` / ``reduce_min`` / ``reduce_prod`` / ``reduce_and`` /
+  ``reduce_or`` over the split dimension: each device reduces its block, then the devices'
+  partial results are combined (sum, max, min, product, and, or: an all-reduce, each device
+  folding all partial results in device order, so every device gets the same bits); the result
+  is replicated. Over other dimensions (and ``argmax``/``argmin`` likewise), the result stays
+  split, its dimension renumbered. (A mean over the batch is such a sum, divided by the whole
+  batch's size, which the traced program already holds.)
+* ``dot_general``: contracting the split dimension of both operands (a replicated operand cut
+  to blocks along its paired dimension) is the local product followed by an all-reduce sum --
+  the weight gradient ``x.T @ g`` of a batch-split ``x``; split along a batch dimension of both
+  operands, or a free dimension of one (the other replicated), the product stays split. Two
+  operands split along unpaired dimensions: the right one is gathered first.
+* ``slice`` (whole along the split dimension), ``pad`` (none along it), ``rev`` (not
+  reversing it), ``concatenate`` (along another dimension): the split stays.
+* ``custom_jvp_call`` / ``custom_vjp_call``: their region, partitioned by these same rules
+  (the program is no longer differentiated, so the custom rules are not needed).
+
+Any other equation with a split operand -- gather/scatter, sorting, cumulative and windowed
+operations, convolutions, control flow, a reshape mixing the split dimension with others,
+elementwise operands split along different dimensions -- *gathers*: each split operand is
+all-gathered (every device receives every block, ``flow.tensor.transfer``, and concatenates
+them in order), and the equation runs on every device on the whole values, its result
+replicated. Gathering is always correct, only slower: no rule guesses.
+
+A rule is ``rule(mesh, values, layouts, eqn) -> (outputs, out_layouts)`` or ``None`` (no
+partitioned form: gather), where ``values[k]`` holds operand ``k``'s value on each device,
+``layouts[k]`` its layout, and ``outputs[j]`` result ``j``'s value on each device.
+
+Example (the program ``jit`` compiles for an SGD step whose batch ``x`` is split in two)::
+
+    g:f32[8,3] = dot_general[contracting (0,), (0,)] x h     # x, h split along dimension 0
+    # becomes, on device i:  g_i = dot_general x_i h_i ;  g = g_0 + g_1 on every device
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+from . import primitives as P
+from .custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, stop_gradient_p
+from .ir import IR, ClosedIR, Literal, Var
+from .spmd import transfer
+from .trace import Primitive, TypedScalar, bind, get_aval, located
+
+REPLICATED = None
+
+
+class MeshAxis:
+    """The mesh axis a program is partitioned over: ``size`` devices, in order."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def block(self, x: Any, dim: int, i: int) -> Any:
+        """Device ``i``'s block along ``dim`` of ``x``, a whole (replicated) value there."""
+        if isinstance(x, TypedScalar):
+            return x
+        aval = get_aval(x)
+        width = aval.shape[dim] // self.size
+        start = [0] * aval.ndim
+        limit = list(aval.shape)
+        start[dim], limit[dim] = i * width, (i + 1) * width
+        return P.slice_p.bind(x, start_indices=tuple(start), limit_indices=tuple(limit),
+                              strides=(1,) * aval.ndim)
+
+    def blocks(self, values: Sequence[Any], dim: int) -> list:
+        """Each device's block along ``dim`` of a replicated value (``values[i]`` on device
+        ``i``)."""
+        return [self.block(v, dim, i) for i, v in enumerate(values)]
+
+    def gather(self, values: Sequence[Any], dim: int) -> list:
+        """The whole of a value split along ``dim``, on every device: each device receives
+        the others' blocks and concatenates all of them in device order."""
+        n = self.size
+        if n == 1:
+            return list(values)
+        return [P.concatenate_p.bind(*[v if j == i else transfer(v, i)
+                                       for j, v in enumerate(values)], dimension=dim)
+                for i in range(n)]
+
+    def all_reduce(self, values: Sequence[Any], combine: Primitive) -> list:
+        """Every device's partial results combined with ``combine`` (a binary elementwise
+        primitive), on every device. Each device folds all values in device order, so every
+        device computes the same operations on the same values: bit-identical copies."""
+        n = self.size
+        outs = []
+        for i in range(n):
+            total = None
+            for j, v in enumerate(values):
+                moved = v if j == i else transfer(v, i)
+                total = moved if total is None else combine.bind(total, moved)
+            outs.append(total)
+        return outs
+
+
+def _same_params(eqn, values: Sequence[Sequence[Any]], n: int, params: Optional[dict] = None
+                 ) -> list[list]:
+    """The equation's primitive applied on each device to that device's operands, with
+    ``params`` (default: the equation's); returns ``outputs[j][i]``."""
+    params = eqn.params if params is None else params
+    per_device = [bind(eqn.primitive, [v[i] for v in values], params) for i in range(n)]
+    return [[outs[j] for outs in per_device] for j in range(len(eqn.outputs))]
+
+
+# -- the rules ---------------------------------------------------------------------------------
+
+partition_rules: dict[Primitive, Callable] = {}
+
+
+def _elementwise(mesh: MeshAxis, values, layouts, eqn):
+    split = {d for d in layouts if d is not REPLICATED}
+    if len(split) != 1:
+        return None
+    (d,) = split
+    operands = [mesh.blocks(v, d) if layout is REPLICATED and a.aval.ndim else v
+                for v, layout, a in zip(values, layouts, eqn.inputs)]
+    return _same_params(eqn, operands, mesh.size), [d] * len(eqn.outputs)
+
+
+for _prim in P.ELEMENTWISE | {stop_gradient_p}:
+    partition_rules[_prim] = _elementwise
+
+
+def _local_shape(shape: Sequence[int], dim: int, n: int) -> tuple:
+    local = list(shape)
+    local[dim] //= n
+    return tuple(local)
+
+
+def _broadcast_in_dim(mesh, values, layouts, eqn):
+    (d,) = layouts
+    shape, dims = eqn.params["shape"], eqn.params["broadcast_dimensions"]
+    out = dims[d]
+    if eqn.inputs[0].aval.shape[d] != shape[out]:
+        return None
+    params = dict(eqn.params, shape=_local_shape(shape, out, mesh.size))
+    return _same_params(eqn, values, mesh.size, params), [out]
+
+
+def _transpose(mesh, values, layouts, eqn):
+    (d,) = layouts
+    return _same_params(eqn, values, mesh.size), [eqn.params["permutation"].index(d)]
+
+
+def _reshape(mesh, values, layouts, eqn):
+    (d,) = layouts
+    old, new = eqn.inputs[0].aval.shape, tuple(eqn.params["new_sizes"])
+    before = 1
+    for size in old[:d]:
+        before *= size
+    count = 1
+    for out, size in enumerate(new):
+        if count == before and size and size % mesh.size == 0:
+            params = dict(eqn.params, new_sizes=_local_shape(new, out, mesh.size))
+            return _same_params(eqn, values, mesh.size, params), [out]
+        count *= size
+    return None
+
+
+def _reduction(combine: Optional[Primitive]) -> Callable:
+    def rule(mesh, values, layouts, eqn):
+        (d,) = layouts
+        axes = eqn.params["axes"]
+        (partial,) = _same_params(eqn, values, mesh.size)
+        if d not in axes:
+            return [partial], [d - sum(a < d for a in axes)]
+        if combine is None:
+            return None
+        return [mesh.all_reduce(partial, combine)], [REPLICATED]
+    return rule
+
+
+partition_rules[P.reduce_sum_p] = _reduction(P.add_p)
+partition_rules[P.reduce_max_p] = _reduction(P.max_p)
+partition_rules[P.reduce_min_p] = _reduction(P.min_p)
+partition_rules[P.reduce_prod_p] = _reduction(P.mul_p)
+partition_rules[P.reduce_and_p] = _reduction(P.and_p)
+partition_rules[P.reduce_or_p] = _reduction(P.or_p)
+partition_rules[P.argmax_p] = _reduction(None)   # (the index of a maximum: not a fold of blocks)
+partition_rules[P.argmin_p] = _reduction(None)
+
+
+def _dot_general(mesh, values, layouts, eqn):
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = values
+    dl, dr = layouts
+    lhs_rank, rhs_rank = eqn.inputs[0].aval.ndim, eqn.inputs[1].aval.ndim
+    lhs_free = [a for a in range(lhs_rank) if a not in lc and a not in lb]
+    rhs_free = [a for a in range(rhs_rank) if a not in rc and a not in rb]
+    n = mesh.size
+    if dl is not REPLICATED and dr is not REPLICATED:
+        paired = ((dl in lc and rc[lc.index(dl)] == dr) or (dl in lb and rb[lb.index(dl)] == dr))
+        if not paired:   # (split along dimensions the product does not pair: gather one)
+            rhs, dr = mesh.gather(rhs, dr), REPLICATED
+    if dl is not REPLICATED:
+        if dl in lc:
+            if dr is REPLICATED:
+                rhs = mesh.blocks(rhs, rc[lc.index(dl)])
+            (partial,) = _same_params(eqn, [lhs, rhs], n)
+            return [mesh.all_reduce(partial, P.add_p)], [REPLICATED]
+        if dl in lb:
+            if dr is REPLICATED:
+                rhs = mesh.blocks(rhs, rb[lb.index(dl)])
+            return _same_params(eqn, [lhs, rhs], n), [lb.index(dl)]
+        return _same_params(eqn, [lhs, rhs], n), [len(lb) + lhs_free.index(dl)]
+    if dr in rc:
+        (partial,) = _same_params(eqn, [mesh.blocks(lhs, lc[rc.index(dr)]), rhs], n)
+        return [mesh.all_reduce(partial, P.add_p)], [REPLICATED]
+    if dr in rb:
+        return _same_params(eqn, [mesh.blocks(lhs, lb[rb.index(dr)]), rhs], n), [rb.index(dr)]
+    return _same_params(eqn, [lhs, rhs], n), [len(lb) + len(lhs_free) + rhs_free.index(dr)]
+
+
+partition_rules[P.dot_general_p] = _dot_general
+
+
+def _slice(mesh, values, layouts, eqn):
+    (d,) = layouts
+    size = eqn.inputs[0].aval.shape[d]
+    start, limit = eqn.params["start_indices"], eqn.params["limit_indices"]
+    strides = eqn.params["strides"] or (1,) * len(start)
+    if start[d] != 0 or limit[d] != size or strides[d] != 1:
+        return None
+    params = dict(eqn.params, limit_indices=_local_shape(limit, d, mesh.size))
+    return _same_params(eqn, values, mesh.size, params), [d]
+
+
+def _pad(mesh, values, layouts, eqn):
+    d, value_layout = layouts
+    if value_layout is not REPLICATED or tuple(eqn.params["padding_config"][d]) != (0, 0, 0):
+        return None
+    return _same_params(eqn, values, mesh.size), [d]
+
+
+def _rev(mesh, values, layouts, eqn):
+    (d,) = layouts
+    if d in eqn.params["dimensions"]:
+        return None
+    return _same_params(eqn, values, mesh.size), [d]
+
+
+def _concatenate(mesh, values, layouts, eqn):
+    split = {d for d in layouts if d is not REPLICATED}
+    (d,) = split if len(split) == 1 else (None,)
+    if d is None or d == eqn.params["dimension"]:
+        return None
+    operands = [mesh.blocks(v, d) if layout is REPLICATED else v
+                for v, layout in zip(values, layouts)]
+    return _same_params(eqn, operands, mesh.size), [d]
+
+
+partition_rules[P.broadcast_in_dim_p] = _broadcast_in_dim
+partition_rules[P.transpose_p] = _transpose
+partition_rules[P.reshape_p] = _reshape
+partition_rules[P.slice_p] = _slice
+partition_rules[P.pad_p] = _pad
+partition_rules[P.rev_p] = _rev
+partition_rules[P.concatenate_p] = _concatenate
+
+
+def _region_call(mesh, values, layouts, eqn):
+    region = eqn.params["fun"]
+    if isinstance(region, ClosedIR) or region.const_vars:
+        return None
+    return _partition_ir(region, [], list(zip(layouts, values)), mesh)
+
+
+partition_rules[custom_jvp_call_p] = _region_call
+partition_rules[custom_vjp_call_p] = _region_call
+
+
+# -- the interpreter ---------------------------------------------------------------------------
+
+def _partition_ir(ir: IR, consts: Sequence[tuple], inputs: Sequence[tuple], mesh: MeshAxis
+                  ) -> tuple[list, list]:
+    """Emit ``ir`` per device; ``consts`` / ``inputs``: ``(layout, values per device)`` of its
+    const_vars / in_vars. Returns (outputs' values per device, their layouts)."""
+    n = mesh.size
+    env: dict[Var, tuple] = dict(zip(ir.const_vars, consts))
+    env.update(zip(ir.in_vars, inputs))
+
+    def read(a) -> tuple:
+        if isinstance(a, Literal):
+            return REPLICATED, [TypedScalar(a.value, a.aval.dtype, a.aval.weak_type)] * n
+        return env[a]
+
+    for eqn in ir.eqns:
+        layouts, values = zip(*[read(a) for a in eqn.inputs]) if eqn.inputs else ((), ())
+        layouts, values = list(layouts), list(values)
+        with located(eqn.loc):
+            result = None
+            if all(d is REPLICATED for d in layouts):
+                result = _same_params(eqn, values, n), [REPLICATED] * len(eqn.outputs)
+            else:
+                rule = partition_rules.get(eqn.primitive)
+                if rule is not None:
+                    result = rule(mesh, values, layouts, eqn)
+                if result is None:   # no partitioned form: gather the split operands
+                    values = [v if d is REPLICATED else mesh.gather(v, d)
+                              for v, d in zip(values, layouts)]
+                    result = _same_params(eqn, values, n), [REPLICATED] * len(eqn.outputs)
+        outputs, out_layouts = result
+        for var, layout, per_device in zip(eqn.outputs, out_layouts, outputs):
+            env[var] = (layout, per_device)
+    outs = [read(a) for a in ir.outs]
+    return [values for _, values in outs], [layout for layout, _ in outs]
+
+
+def partition_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]],
+                   layouts: Sequence[Optional[int]], size: int) -> tuple[list, list]:
+    """Emit ``closed`` (traced on whole arrays) into the active trace as an SPMD program over
+    ``size`` devices. ``inputs[k][i]`` is input ``k`` on device ``i`` (already there): its
+    block if ``layouts[k]`` is a dimension, the whole if it is ``REPLICATED``. Captured
+    constants are inputs of the program on the first device, moved to every device.
+
+    Returns ``(outputs, out_layouts)``: ``outputs[j][i]`` is result ``j`` on device ``i``.
+
+    Example::
+
+        outs, out_layouts = partition_eval(closed, [[x0, x1], [w0, w1]], [0, None], 2)
+    """
+    mesh = MeshAxis(size)
+    consts = [(REPLICATED, [transfer(c, i) for i in range(size)]) for c in closed.consts]
+    return _partition_ir(closed.ir, consts, list(zip(layouts, inputs)), mesh)
