@@ -307,6 +307,14 @@ def _partition_ir(ir: IR, consts: Sequence[tuple], inputs: Sequence[tuple], mesh
             return REPLICATED, [TypedScalar(a.value, a.aval.dtype, a.aval.weak_type)] * n
         return env[a]
 
+    wholes: dict[Var, list] = {}
+
+    def gathered(var: Var, values: list, dim: int) -> list:
+        """A split value gathered on every device, once for all the equations that need it."""
+        if var not in wholes:
+            wholes[var] = mesh.gather(values, dim)
+        return wholes[var]
+
     for eqn in ir.eqns:
         layouts, values = zip(*[read(a) for a in eqn.inputs]) if eqn.inputs else ((), ())
         layouts, values = list(layouts), list(values)
@@ -319,8 +327,8 @@ def _partition_ir(ir: IR, consts: Sequence[tuple], inputs: Sequence[tuple], mesh
                 if rule is not None:
                     result = rule(mesh, values, layouts, eqn)
                 if result is None:   # no partitioned form: gather the split operands
-                    values = [v if d is REPLICATED else mesh.gather(v, d)
-                              for v, d in zip(values, layouts)]
+                    values = [v if d is REPLICATED else gathered(a, v, d)
+                              for a, v, d in zip(eqn.inputs, values, layouts)]
                     result = _same_params(eqn, values, n), [REPLICATED] * len(eqn.outputs)
         outputs, out_layouts = result
         for var, layout, per_device in zip(eqn.outputs, out_layouts, outputs):
