@@ -126,8 +126,11 @@ class PartitionedProgram:
             [a for p, _ in split for a in p]) if split else ())
         results = []
         for p, d in zip(pieces, self.out_layouts):
-            spec = PartitionSpec() if d is None else PartitionSpec(*([None] * d), plan.axis)
+            entries = [None] * p[0].ndim   # (one entry per dimension, as JAX's results have)
+            if d is not None:
+                entries[d] = plan.axis
             whole = p[0] if d is None else next(wholes)
+            spec = PartitionSpec(*entries)
             results.append(ShardedArray(whole, p, NamedSharding(plan.mesh, spec)))
         return tree_util.tree_unflatten(self.out_tree, results)
 

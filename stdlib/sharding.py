@@ -9,10 +9,13 @@ the spec does not name.
     [s.index for s in x.addressable_shards]    # [(slice(0, 4), slice(None)), (slice(4, 8), ...)]
     jnp.ones(3).sharding                       # SingleDeviceSharding(device=CpuDevice(id=0))
 
-What is not done yet: computations on such arrays (eager ops and ``jit``) compute on the whole
-array, which a NamedSharding-placed array also keeps on its mesh's first device, and return
-ordinary single-device arrays; a ``jit`` that follows the sharding (each device computing its
-block) is the next step.
+``jit`` follows the sharding when its arguments are split along one mesh axis (each device
+computes on its block, reductions over the split dimension are combined across the devices,
+results come back split or replicated, as NamedSharding arrays; stdlib/_sharded_jit.py and
+transpiler/partition.py). What is not done yet: arguments split along two mesh axes at once
+(or on two meshes), and eager ops on sharded arrays, compute on the whole array, which a
+NamedSharding-placed array also keeps on its mesh's first device, and return ordinary
+single-device arrays; inside ``jit``, ``with_sharding_constraint`` does not change the layout.
 """
 from __future__ import annotations
 
@@ -366,10 +369,10 @@ def put_sharded(x: Any, sharding: NamedSharding, weak_type: bool = False) -> Sha
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """Ask that ``x`` (a pytree of arrays) be placed by ``shardings`` (one sharding, or a
     pytree of them matching ``x``), as ``jax.lax.with_sharding_constraint``. Outside ``jit``
-    this is ``device_put(x, shardings)``. Inside ``jit`` the program runs on one device for
-    now (a jit that follows the shardings is not done yet), so the values pass unchanged; the
-    shapes are still checked against the shardings, so that a program that would not shard
-    fails here too.
+    this is ``device_put(x, shardings)``. Inside ``jit`` the values pass unchanged: the layout
+    of a value follows the jitted function's arguments (transpiler/partition.py), not this
+    request; the shapes are still checked against the shardings, so that a program that would
+    not shard fails here too.
 
     Example::
 

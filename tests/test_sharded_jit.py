@@ -155,13 +155,14 @@ for _ in range(3):
     sharded, loss, hidden = step(sharded, xs, ys)
 for got, want in zip(tree_leaves(sharded), tree_leaves(ref)):
     assert got.sharding == replicated, got.sharding
+    assert got.sharding.spec == P(*[None] * got.ndim)   # (JAX 0.10.2's spec: P(None, None))
     _check_blocks(got, np.asarray(got))
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-6)
     for shard in got.addressable_shards:   # (every device's copy is the same)
         np.testing.assert_array_equal(np.asarray(shard.data), np.asarray(got))
 assert loss.sharding == replicated and loss.shape == ()
 np.testing.assert_allclose(float(loss), float(ref_loss), rtol=2e-5)
-assert hidden.sharding == rows
+assert hidden.sharding == rows and hidden.sharding.spec == P("batch", None)
 _check_blocks(hidden, np.asarray(hidden))
 np.testing.assert_allclose(np.asarray(hidden), np.asarray(ref_hidden), rtol=2e-5, atol=2e-6)
 # ... compiled as one IREE multi-device program over the mesh's devices, with five all-reduces
