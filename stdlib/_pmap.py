@@ -111,10 +111,6 @@ class PmapFunction:
                                  f"{list(self._devices)}{where(None)}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _state.builders:
-            raise NotImplementedError(
-                f"pmap called inside jit, grad or vmap is not supported yet: call the pmapped "
-                f"function directly (it is compiled as one program){where(None)}")
         static = []
         for i in self._static:
             if not -len(args) <= i < len(args):
@@ -145,6 +141,8 @@ class PmapFunction:
         dims.extend([0] * len(tree_util.tree_leaves(kwargs)))   # (as JAX: keywords map axis 0)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
         names = _leaf_names(self._fun, dyn_args, kwargs)
+        if _state.builders:
+            return self._traced(static, per_arg, dyn_args, kwargs, leaves, dims, names)
         dims, size = self._mapped_size(leaves, dims, names)
         devs = self._devices_for(size)
         inputs, arrays = self._inputs(leaves, dims, devs)
@@ -155,6 +153,26 @@ class PmapFunction:
         if program is None:
             program = self._cache[key] = self._compile(tuple(static), in_tree, inputs, devs)
         return program.run(arrays)
+
+    def _traced(self, static: list, per_arg: list, dyn_args: tuple, kwargs: dict,
+                leaves: list, dims: list, names: list) -> Any:
+        """A pmap called while tracing (inside ``jit``, ``grad``, ``vmap``): the enclosing
+        computation runs on one device, so the pmap becomes a ``vmap`` over the same axis
+        with the same name there -- the same values and derivatives (collectives are batched
+        computations along the axis), without spreading over devices. The mapped axis is
+        still checked against the device count, as a direct call checks it."""
+        from ._vmap import vmap
+        _, size = _check_axes(leaves, dims, names, self._axis_size, "pmap")
+        self._devices_for(size)
+
+        def with_static(*dyn, **kw):
+            args = list(dyn)
+            for i, value in static:
+                args.insert(i, value)
+            return converted(self._fun)(*args, **kw)
+
+        return vmap(with_static, in_axes=tuple(per_arg), out_axes=self._out_axes,
+                    axis_name=self._axis_name, axis_size=size)(*dyn_args, **kwargs)
 
     # -- checking the arguments ----------------------------------------------------------------
     def _mapped_size(self, leaves: list, dims: list, names: list) -> tuple[list, int]:
@@ -348,13 +366,18 @@ def pmap(fun: Optional[Callable] = None, axis_name: Optional[Hashable] = None, *
 
     Collectives over ``axis_name`` combine the devices' values: ``lax.psum``, ``pmean``,
     ``pmax``, ``pmin``, ``axis_index``, ``all_gather``, ``ppermute``, ``psum_scatter``,
-    ``all_to_all`` (not yet inside loops or conditionals); ``grad`` inside ``fun``
+    ``all_to_all``, also inside ``lax.cond``/``switch`` (every branch computed on every
+    device, each selecting its own) and ``fori_loop``s over Python ints or carry-only
+    ``scan``s (unrolled, up to 256 steps; a ``while_loop``, or a scan's per-step outputs,
+    holding a collective raise); ``grad`` inside ``fun``
     differentiates through them. The whole is one IREE multi-device program (not one
     call per device). ``devices`` defaults to the first devices of the default platform (CPU
     devices: ``PYREE_NUM_CPU_DEVICES``); ``in_axes`` / ``out_axes`` as in ``vmap``;
     ``static_broadcasted_argnums`` are passed to ``fun`` as Python values, the same on every
     device. Results are ``ShardedArray``s: ``.sharding``, ``.addressable_shards`` and
-    ``.devices()`` say where each piece lives; ``np.asarray`` gives the whole.
+    ``.devices()`` say where each piece lives; ``np.asarray`` gives the whole. Called while
+    tracing (inside ``jit``, ``grad`` or ``vmap``), a pmap computes as a ``vmap`` over the same
+    axis on the enclosing computation's device: the same values and derivatives, one device.
 
     Example::
 

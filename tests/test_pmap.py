@@ -343,12 +343,64 @@ except NameError as e:
     assert "unbound axis name: 'k'" in str(e) and "test_pmap_script" in str(e), e
 else:
     raise AssertionError("an unbound axis name must fail")
+
+# -- pmap inside jit and grad (computed as a vmap of the same axis there), against NumPy and
+# central differences
+normalize = pyree.pmap(lambda v: v / lax.psum(v * v, "i"), axis_name="i")
+check(pyree.jit(lambda v: normalize(v) * 2)(x), x / (x * x).sum(0) * 2)
+scaled = pyree.pmap(lambda w, v, k: lax.pmean(w * v, "i") * k, "i", in_axes=(None, 0, None),
+                    static_broadcasted_argnums=2)
+check(pyree.jit(lambda w, v: scaled(w, v, 3))(np.float32(2.0), x),
+      np.broadcast_to((2 * x).mean(0) * 3, x.shape))
+F = lambda v: (v / (v * v).sum(0)).sum()
+x64 = x.astype(np.float64)
+numeric = np.zeros_like(x64)
+for idx in np.ndindex(x.shape):
+    e = np.zeros_like(x64)
+    e[idx] = 1e-3
+    numeric[idx] = (F(x64 + e) - F(x64 - e)) / 2e-3
+np.testing.assert_allclose(np.asarray(pyree.grad(lambda v: normalize(v).sum())(x)), numeric,
+                           rtol=2e-3, atol=1e-4)
+np.testing.assert_allclose(np.asarray(pyree.jit(pyree.grad(lambda v: normalize(v).sum()))(x)),
+                           numeric, rtol=2e-3, atol=1e-4)
 try:
-    pyree.jit(lambda v: pyree.pmap(lambda u: u * 2)(v))(x)
-except NotImplementedError as e:
-    assert "inside jit" in str(e), e
+    pyree.jit(lambda v: normalize(v))(np.ones((n + 1, 3), np.float32))
+except ValueError as e:
+    assert "one entry per device" in str(e) and "test_pmap_script" in str(e), e
 else:
-    raise AssertionError("pmap inside jit is not supported yet and must say so")
+    raise AssertionError("a mapped axis unlike the device count must fail inside jit too")
+
+# -- collectives inside lax.cond (every branch on every device, each device selecting its
+# own), fori_loop over Python ints and carry-only scans (unrolled), against NumPy
+sums, maxes = x.sum(0), x.max(0)
+both = pyree.pmap(lambda v: lax.cond(v.sum() > 0, lambda u: lax.psum(u, "i") * 2,
+                                     lambda u: lax.pmax(u, "i") - 1, v), "i")(x)
+check(both, np.where((x.sum(1) > 0)[:, None], sums * 2, maxes - 1))
+picked = pyree.pmap(lambda v: lax.switch(lax.axis_index("i") % 3, [
+    lambda u: lax.psum(u, "i"), lambda u: lax.pmin(u, "i"), lambda u: u * 0 + 7], v), "i")(x)
+check(picked, np.stack([[sums, x.min(0), np.full(3, 7.0)][i % 3] for i in range(n)]))
+looped = pyree.pmap(lambda v: lax.fori_loop(0, 3, lambda k, a: a + lax.pmean(a * k, "i"), v),
+                    "i")(x)
+want = x.copy()
+for k in range(3):
+    want = want + (want * k).mean(0)
+check(looped, want)
+carried = pyree.pmap(lambda v: lax.scan(lambda c, r: (c + lax.psum(r * c, "i"), None),
+                                        v[0], v)[0], "i")(x)
+want = x[:, 0].copy()
+for t in range(3):
+    want = want + (x[:, t] * want).sum()
+check(carried, want)
+for bad, text in [
+        (lambda v: lax.while_loop(lambda a: a.sum() < 100, lambda a: a + lax.psum(a, "i") + 1, v),
+         "trip count depends on traced values"),
+        (lambda v: lax.scan(lambda c, r: (c, lax.psum(r, "i")), v[0], v)[1], "per-step outputs")]:
+    try:
+        pyree.pmap(bad, "i")(x)
+    except NotImplementedError as e:
+        assert text in str(e) and "test_pmap_script" in str(e), e
+    else:
+        raise AssertionError(f"no error for {text}")
 print("ok")
 """
 

@@ -102,15 +102,90 @@ def spmd_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]], axis: SpmdAxis)
                                               f"axis yet{where(eqn.loc)}")
                 outs = rule(axis, per_device, **eqn.params)
             elif axis.name is not None and _names_axis(eqn.primitive, eqn.params, named):
-                raise NotImplementedError(
-                    f"pmap: a collective over axis {axis.name!r} inside {eqn.primitive} "
-                    f"(control flow) is not supported yet; compute it outside the "
-                    f"loop or conditional{where(eqn.loc)}")
+                rule = control_flow_rules.get(eqn.primitive)
+                if rule is None:
+                    raise NotImplementedError(
+                        f"pmap: a collective over axis {axis.name!r} inside a {eqn.primitive} "
+                        f"whose trip count depends on traced values (a while_loop, or a "
+                        f"fori_loop with traced bounds) is not supported yet; use static "
+                        f"bounds (a fori_loop over Python ints, or lax.scan), or compute it "
+                        f"outside the loop{where(eqn.loc)}")
+                outs = rule(axis, per_device, **eqn.params)
             else:
                 outs = [bind(eqn.primitive, ins, eqn.params) for ins in per_device]
         for i in range(n):
             envs[i].update(zip(eqn.outputs, outs[i]))
     return [[read(i, a) for a in ir.outs] for i in range(n)]
+
+
+# -- control flow holding collectives ------------------------------------------------------------
+# Control flow whose regions hold no collective over the pmap's axis is emitted per device like
+# any other equation. One whose regions do cannot: its devices must meet inside it. A ``cond``
+# then computes every branch on every device (the collectives in each branch meet in every
+# branch) and each device selects the outputs of the branch its own index picks; a ``scan``
+# (``lax.scan`` with a carry alone, a ``fori_loop`` over Python ints) is unrolled, its body
+# emitted once per step for all devices in lockstep, up to ``MAX_UNROLLED_STEPS``. A
+# ``while`` (a trip count that depends on traced values, possibly different per device) has
+# no such form, and a scan with per-step outputs did not compile (below): they raise.
+
+MAX_UNROLLED_STEPS = 256
+
+
+def _closed(region) -> ClosedIR:
+    return region if isinstance(region, ClosedIR) else ClosedIR(region, [])
+
+
+def _cond_rule(axis: SpmdAxis, per_device, *, branches: tuple) -> list[list]:
+    n = axis.size
+    branch_outs = [spmd_eval(_closed(branch), [ins[1:] for ins in per_device], axis)
+                   for branch in branches]
+    outs = []
+    for i in range(n):
+        index = per_device[i][0]
+        if isinstance(index, TypedScalar):   # (a constant index: that branch alone)
+            taken = min(max(int(index.value), 0), len(branches) - 1)
+            outs.append(branch_outs[taken][i])
+            continue
+        int32 = get_aval(index).dtype
+        last = TypedScalar(len(branches) - 1, int32, False)
+        index = P.min_p.bind(P.max_p.bind(index, TypedScalar(0, int32, False)), last)
+        chosen = list(branch_outs[0][i])
+        for b in range(1, len(branches)):
+            picked = P.eq_p.bind(index, TypedScalar(b, int32, False))
+            chosen = [P.select_p.bind(picked, mine, other)
+                      for mine, other in zip(branch_outs[b][i], chosen)]
+        outs.append(chosen)
+    return outs
+
+
+def _scan_rule(axis: SpmdAxis, per_device, *, body, length: int, reverse: bool,
+               num_consts: int, num_carry: int) -> list[list]:
+    if length > MAX_UNROLLED_STEPS:
+        raise NotImplementedError(
+            f"pmap: a scan (or fori_loop) of {length} steps holding a collective over axis "
+            f"{axis.name!r}; pmap unrolls such loops, up to {MAX_UNROLLED_STEPS} steps"
+            f"{where(None)}")
+    if len(_closed(body).ir.outs) > num_carry:
+        # IREE 3.13 failed to compile the 2-device program of a scan whose per-step outputs
+        # came from a psum ("op affinity #hal.device.affinity<@device_0> is not compatible
+        # with the partition affinity ...", stacked by concatenate or dynamic_update_slice).
+        raise NotImplementedError(
+            f"pmap: a lax.scan with per-step outputs (ys) holding a collective over axis "
+            f"{axis.name!r} is not supported yet; carry the values instead, or compute the "
+            f"collective outside the scan{where(None)}")
+    n = axis.size
+    consts = [ins[:num_consts] for ins in per_device]
+    carry = [ins[num_consts:num_consts + num_carry] for ins in per_device]
+    xs = [ins[num_consts + num_carry:] for ins in per_device]
+    for t in (reversed(range(length)) if reverse else range(length)):
+        step_in = [consts[i] + carry[i] + [take(x, 0, t) for x in xs[i]] for i in range(n)]
+        carry = spmd_eval(_closed(body), step_in, axis)
+    return [list(c) for c in carry]
+
+
+def _register_control_flow_rules() -> dict:
+    from .control_flow import cond_p, scan_p
+    return {cond_p: _cond_rule, scan_p: _scan_rule}
 
 
 # -- splitting and assembling the mapped axis ------------------------------------------------------
@@ -125,6 +200,9 @@ def take(x: Any, axis: int, index: int) -> Any:
                            strides=(1,) * aval.ndim)
     shape = aval.shape[:axis] + aval.shape[axis + 1:]
     return P.reshape_p.bind(piece, new_sizes=shape)
+
+
+control_flow_rules: dict[Primitive, Callable] = _register_control_flow_rules()
 
 
 def stack(pieces: Sequence[Any], axis: int) -> Any:
