@@ -324,6 +324,8 @@ class JitFunction:
         """The multi-device program of a call whose arguments are placed by NamedShardings
         the computation can follow (stdlib/_sharded_jit.py), or None: then the call computes
         on the whole arrays on one device."""
+        if nan_check.enabled:   # (debug_nans checks single-device programs)
+            return None
         from pyree import _sharded_jit
         plan = _sharded_jit.plan_for(leaves)
         if plan is None:
