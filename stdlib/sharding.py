@@ -15,7 +15,8 @@ results come back split or replicated, as NamedSharding arrays; stdlib/_sharded_
 transpiler/partition.py). What is not done yet: arguments split along two mesh axes at once
 (or on two meshes), and eager ops on sharded arrays, compute on the whole array, which a
 NamedSharding-placed array also keeps on its mesh's first device, and return ordinary
-single-device arrays; inside ``jit``, ``with_sharding_constraint`` does not change the layout.
+single-device arrays; ``with_sharding_constraint`` places values only inside a ``jit`` whose
+arguments are split over its mesh.
 """
 from __future__ import annotations
 
@@ -369,10 +370,12 @@ def put_sharded(x: Any, sharding: NamedSharding, weak_type: bool = False) -> Sha
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """Ask that ``x`` (a pytree of arrays) be placed by ``shardings`` (one sharding, or a
     pytree of them matching ``x``), as ``jax.lax.with_sharding_constraint``. Outside ``jit``
-    this is ``device_put(x, shardings)``. Inside ``jit`` the values pass unchanged: the layout
-    of a value follows the jitted function's arguments (transpiler/partition.py), not this
-    request; the shapes are still checked against the shardings, so that a program that would
-    not shard fails here too.
+    this is ``device_put(x, shardings)``. Inside a ``jit`` whose arguments are split over a
+    mesh axis (the computation follows them, transpiler/partition.py), a NamedSharding on
+    that mesh places the value: cut into blocks along the dimension it names (or gathered
+    whole on every device if it names none) from there on. Elsewhere (a jit on one device,
+    another mesh) the values pass unchanged; their shapes are checked against the shardings
+    in every case, so that a program that would not shard fails here too.
 
     Example::
 
@@ -394,7 +397,11 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         is_none = lambda v: v is None   # (None: no constraint on that leaf)
         places = tree_util.tree_leaves(tree_util.tree_broadcast(shardings, x, is_leaf=is_none),
                                        is_leaf=is_none)
+    from pyree.transpiler.partition import sharding_constraint_p
+    constrained = []
     for leaf, sharding in zip(leaves, places):
         if isinstance(sharding, NamedSharding):
             sharding.check_shape(get_aval(leaf).shape)
-    return x
+            leaf = sharding_constraint_p.bind(leaf, sharding=sharding)
+        constrained.append(leaf)
+    return tree_util.tree_unflatten(tree_util.tree_structure(x), constrained)

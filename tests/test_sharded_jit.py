@@ -23,7 +23,7 @@ from pyree import lax
 from pyree.transpiler import partition, primitives as P
 from pyree.transpiler.ir import ShapedArray
 from pyree.transpiler.spmd import transfer_p
-from pyree.transpiler.trace import trace_to_ir
+from pyree.transpiler.trace import get_aval, trace_to_ir
 
 
 def mlp_loss(params, x, y):
@@ -126,6 +126,39 @@ def test_rules_layouts(f, args, layouts, expected, all_reduces, concatenations):
     assert _count(ir, P.concatenate_p) == concatenations * n
 
 
+def test_sharding_constraint_changes_the_layout():
+    """with_sharding_constraint inside a partitioned program: a replicated value cut into
+    blocks (no transfers), a split one gathered (transfers and concatenations); a constraint
+    on another mesh keeps the layout. Its cotangent is constrained too."""
+    from pyree.sharding import Mesh, NamedSharding, P as Spec
+    mesh = Mesh(np.array(pyree.devices()[:1] * 1), ("batch",))   # (stands for a 2-device mesh)
+    rows, whole = NamedSharding(mesh, Spec("batch")), NamedSharding(mesh, Spec())
+    other = NamedSharding(Mesh(np.array(pyree.devices()[:1]), ("other",)), Spec("other"))
+    closed = pyree.make_ir(lambda x, v: (
+        lax.with_sharding_constraint(jnp.broadcast_to(v, x.shape), rows) * x,
+        lax.with_sharding_constraint(x * 2, whole),
+        lax.with_sharding_constraint(x * 3, other)))(_X, _V)
+    n = 2
+    box = {}
+
+    def program(x0, x1, v0, v1):
+        box["outs"], box["layouts"] = partition.partition_eval(
+            closed, [[x0, x1], [v0, v1]], [0, None], n, mesh, "batch")
+        return [v for per_device in box["outs"] for v in per_device]
+
+    half = ShapedArray((4, 3), np.dtype(np.float32))
+    third = ShapedArray((3,), np.dtype(np.float32))
+    ir = trace_to_ir(program, [half, half, third, third], top_level=False)
+    assert box["layouts"] == [0, None, 0]
+    assert _count(ir, transfer_p) == n * (n - 1) and _count(ir, P.concatenate_p) == n
+    assert [get_aval(v).shape for v in box["outs"][0]] == [(4, 3), (4, 3)]
+    # Its transpose: the cotangent constrained as the value is (the value itself is unused).
+    from pyree.transpiler.partition import sharding_constraint_p
+    grad_ir = pyree.make_ir(pyree.grad(lambda x: lax.with_sharding_constraint(
+        x * x, whole).sum()))(_X)
+    assert _count(grad_ir, sharding_constraint_p) == 1
+
+
 _ON_N_DEVICES = """
 import numpy as np
 import pyree
@@ -225,6 +258,19 @@ for name, (value, sharding) in expected.items():
     assert out[name].sharding == sharding, (name, out[name].sharding)
     _check_blocks(out[name], np.asarray(out[name]))
     np.testing.assert_allclose(np.asarray(out[name]), value, rtol=1e-5, atol=1e-5, err_msg=name)
+
+# with_sharding_constraint inside: a replicated value split into blocks, a split one
+# gathered, a gradient through it.
+@pyree.jit
+def constrained(x, v):
+    spread = lax.with_sharding_constraint(jnp.broadcast_to(v, x.shape), rows)
+    return spread * x, lax.with_sharding_constraint(x * 2, replicated), pyree.grad(
+        lambda x: (lax.with_sharding_constraint(x * x, replicated) * v).sum())(x)
+spread, gathered, grad = constrained(x, pyree.device_put(v, replicated))
+assert spread.sharding == rows and gathered.sharding == replicated and grad.sharding == rows
+np.testing.assert_allclose(np.asarray(spread), host * v, rtol=1e-6)
+np.testing.assert_allclose(np.asarray(gathered), host * 2, rtol=1e-6)
+np.testing.assert_allclose(np.asarray(grad), 2 * host * v, rtol=1e-6)
 
 # Split along the columns, contracted by the product:
 u = np.linspace(-1, 1, 4 * n, dtype=np.float32)

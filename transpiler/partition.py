@@ -58,21 +58,28 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from . import primitives as P
+from .ad import Zero, jvp_rules, transpose_rules
+from .batching import batching_rules
 from .custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, stop_gradient_p
 from .ir import IR, ClosedIR, Literal, Var
+from .lower import lowering_rules
 from .spmd import transfer
-from .trace import Primitive, TypedScalar, bind, get_aval, located
+from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
 
 REPLICATED = None
 
 
 class MeshAxis:
-    """The mesh axis a program is partitioned over: ``size`` devices, in order."""
+    """The mesh axis a program is partitioned over: ``size`` devices, in order; ``mesh`` and
+    ``name`` (the ``pyree.sharding.Mesh`` and the axis's name) when known, for the sharding
+    constraints that name them."""
 
-    __slots__ = ("size",)
+    __slots__ = ("size", "mesh", "name")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, mesh: Any = None, name: Any = None) -> None:
         self.size = size
+        self.mesh = mesh
+        self.name = name
 
     def block(self, x: Any, dim: int, i: int) -> Any:
         """Device ``i``'s block along ``dim`` of ``x``, a whole (replicated) value there."""
@@ -292,6 +299,58 @@ partition_rules[custom_jvp_call_p] = _region_call
 partition_rules[custom_vjp_call_p] = _region_call
 
 
+# -- sharding constraints ----------------------------------------------------------------------
+# ``sharding_constraint[sharding] x`` is ``x``, with the request that it be placed by
+# ``sharding`` (a NamedSharding; ``lax.with_sharding_constraint`` inside jit). Partitioned over
+# the axis of that sharding's mesh, the value takes the layout the sharding names: blocks cut
+# from a replicated value (no communication), a split value gathered, or gathered and cut
+# along another dimension. Anywhere else (one device, another mesh, under vmap) it is the
+# identity. Its derivatives constrain the tangents and cotangents alike.
+
+sharding_constraint_p = Primitive("sharding_constraint")
+abstract_eval_rules[sharding_constraint_p] = lambda x, *, sharding: x
+lowering_rules[sharding_constraint_p] = lambda ctx, x, *, sharding: x
+batching_rules[sharding_constraint_p] = lambda axis, values, dims, *, sharding: (values, dims)
+
+
+def _sharding_constraint_jvp(primals, tangents, *, sharding):
+    (x,), (t,) = primals, tangents
+    out = sharding_constraint_p.bind(x, sharding=sharding)
+    return [out], [t if isinstance(t, Zero) else sharding_constraint_p.bind(t, sharding=sharding)]
+
+
+jvp_rules[sharding_constraint_p] = _sharding_constraint_jvp
+transpose_rules[sharding_constraint_p] = lambda ct, x, *, sharding: [
+    None if isinstance(ct, Zero) else sharding_constraint_p.bind(ct, sharding=sharding)]
+
+
+def _constrained_layout(mesh: MeshAxis, sharding: Any) -> Any:
+    """The layout ``sharding`` names on ``mesh``'s axis, or ``mesh`` itself when the sharding
+    is on another mesh (then the constraint keeps the value's layout)."""
+    if mesh.mesh is None or getattr(sharding, "mesh", None) != mesh.mesh:
+        return mesh
+    spec = sharding.spec
+    split = [d for d in range(len(spec)) if mesh.name in spec.axes_of(d)]
+    return split[0] if split else REPLICATED
+
+
+def _sharding_constraint(mesh, values, layouts, eqn):
+    (x,), (d,) = values, layouts
+    target = _constrained_layout(mesh, eqn.params["sharding"])
+    if target is mesh or target == d:
+        return [x], [d]
+    if d is not REPLICATED:
+        x = mesh.gather(x, d)
+    if target is not REPLICATED:
+        x = mesh.blocks(x, target)
+    return [x], [target]
+
+
+partition_rules[sharding_constraint_p] = _sharding_constraint
+# Rules that apply even when every operand is replicated (they may split a value).
+_LAYOUT_CHANGING = {sharding_constraint_p}
+
+
 # -- the interpreter ---------------------------------------------------------------------------
 
 def _partition_ir(ir: IR, consts: Sequence[tuple], inputs: Sequence[tuple], mesh: MeshAxis
@@ -320,7 +379,8 @@ def _partition_ir(ir: IR, consts: Sequence[tuple], inputs: Sequence[tuple], mesh
         layouts, values = list(layouts), list(values)
         with located(eqn.loc):
             result = None
-            if all(d is REPLICATED for d in layouts):
+            if (all(d is REPLICATED for d in layouts)
+                    and eqn.primitive not in _LAYOUT_CHANGING):
                 result = _same_params(eqn, values, n), [REPLICATED] * len(eqn.outputs)
             else:
                 rule = partition_rules.get(eqn.primitive)
@@ -338,11 +398,14 @@ def _partition_ir(ir: IR, consts: Sequence[tuple], inputs: Sequence[tuple], mesh
 
 
 def partition_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]],
-                   layouts: Sequence[Optional[int]], size: int) -> tuple[list, list]:
+                   layouts: Sequence[Optional[int]], size: int, mesh: Any = None,
+                   axis_name: Any = None) -> tuple[list, list]:
     """Emit ``closed`` (traced on whole arrays) into the active trace as an SPMD program over
     ``size`` devices. ``inputs[k][i]`` is input ``k`` on device ``i`` (already there): its
     block if ``layouts[k]`` is a dimension, the whole if it is ``REPLICATED``. Captured
     constants are inputs of the program on the first device, moved to every device.
+    ``mesh`` / ``axis_name``: the ``pyree.sharding.Mesh`` and its axis partitioned over, which
+    sharding constraints in the program may name.
 
     Returns ``(outputs, out_layouts)``: ``outputs[j][i]`` is result ``j`` on device ``i``.
 
@@ -350,6 +413,6 @@ def partition_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]],
 
         outs, out_layouts = partition_eval(closed, [[x0, x1], [w0, w1]], [0, None], 2)
     """
-    mesh = MeshAxis(size)
+    mesh = MeshAxis(size, mesh, axis_name)
     consts = [(REPLICATED, [transfer(c, i) for i in range(size)]) for c in closed.consts]
     return _partition_ir(closed.ir, consts, list(zip(layouts, inputs)), mesh)
