@@ -36,6 +36,9 @@ primitive (``partition_rules``) says what each copy computes and the layouts of 
   reversing it), ``concatenate`` (along another dimension): the split stays.
 * ``custom_jvp_call`` / ``custom_vjp_call``: their region, partitioned by these same rules
   (the program is no longer differentiated, so the custom rules are not needed).
+* ``sharding_constraint`` (``lax.with_sharding_constraint``) with a NamedSharding of the mesh
+  partitioned over: the value takes the layout it names, cut into blocks (no communication)
+  or gathered; on another mesh the layout stays.
 
 Any other equation with a split operand -- gather/scatter, sorting, cumulative and windowed
 operations, convolutions, control flow, a reshape mixing the split dimension with others,
