@@ -391,16 +391,37 @@ want = x[:, 0].copy()
 for t in range(3):
     want = want + (x[:, t] * want).sum()
 check(carried, want)
-for bad, text in [
-        (lambda v: lax.while_loop(lambda a: a.sum() < 100, lambda a: a + lax.psum(a, "i") + 1, v),
-         "trip count depends on traced values"),
-        (lambda v: lax.scan(lambda c, r: (c, lax.psum(r, "i")), v[0], v)[1], "per-step outputs")]:
-    try:
-        pyree.pmap(bad, "i")(x)
-    except NotImplementedError as e:
-        assert text in str(e) and "test_pmap_script" in str(e), e
-    else:
-        raise AssertionError(f"no error for {text}")
+# while_loops: one loop over every device's values, going on while any device's condition
+# holds; a device whose condition no longer holds keeps its values (which the others'
+# psums go on seeing). The trip count the same on every device, then one per device:
+grown = pyree.pmap(lambda v: lax.while_loop(lambda a: lax.psum(a * a, "i").sum() < 1e4,
+                                            lambda a: a * 2 + lax.pmean(a, "i"), v), "i")(x)
+want = x.astype(np.float64)
+while (want * want).sum() < 1e4:
+    want = want * 2 + want.mean(0)
+check(grown, want)
+counts, totals = pyree.pmap(lambda v: lax.while_loop(
+    lambda c: c[0] < 3 + lax.axis_index("i"),
+    lambda c: (c[0] + 1, c[1] + 0.5 * lax.psum(c[1], "i")), (0, v)), "i")(x)
+want_counts, want = np.zeros(n, int), x.astype(np.float64)
+while (want_counts < 3 + np.arange(n)).any():
+    going = want_counts < 3 + np.arange(n)
+    want = np.where(going[:, None], want + 0.5 * want.sum(0), want)
+    want_counts += going
+np.testing.assert_array_equal(np.asarray(counts), want_counts)
+check(totals, want)
+traced_bounds = pyree.pmap(lambda v, k: lax.fori_loop(0, k, lambda j, a: a + lax.pmax(a, "i"), v),
+                           "i")(x, np.arange(n, dtype=np.int32) + 1)
+want = x.astype(np.float64)
+for step in range(n):   # device i runs i + 1 steps
+    want = np.where((step < np.arange(n) + 1)[:, None], want + want.max(0), want)
+check(traced_bounds, want)
+try:
+    pyree.pmap(lambda v: lax.scan(lambda c, r: (c, lax.psum(r, "i")), v[0], v)[1], "i")(x)
+except NotImplementedError as e:
+    assert "per-step outputs" in str(e) and "test_pmap_script" in str(e), e
+else:
+    raise AssertionError("no error for a scan's per-step outputs holding a collective")
 print("ok")
 """
 

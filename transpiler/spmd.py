@@ -105,11 +105,8 @@ def spmd_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]], axis: SpmdAxis)
                 rule = control_flow_rules.get(eqn.primitive)
                 if rule is None:
                     raise NotImplementedError(
-                        f"pmap: a collective over axis {axis.name!r} inside a {eqn.primitive} "
-                        f"whose trip count depends on traced values (a while_loop, or a "
-                        f"fori_loop with traced bounds) is not supported yet; use static "
-                        f"bounds (a fori_loop over Python ints, or lax.scan), or compute it "
-                        f"outside the loop{where(eqn.loc)}")
+                        f"pmap: a collective over axis {axis.name!r} inside {eqn.primitive} "
+                        f"is not supported yet; compute it outside{where(eqn.loc)}")
                 outs = rule(axis, per_device, **eqn.params)
             else:
                 outs = [bind(eqn.primitive, ins, eqn.params) for ins in per_device]
@@ -124,9 +121,12 @@ def spmd_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]], axis: SpmdAxis)
 # then computes every branch on every device (the collectives in each branch meet in every
 # branch) and each device selects the outputs of the branch its own index picks; a ``scan``
 # (``lax.scan`` with a carry alone, a ``fori_loop`` over Python ints) is unrolled, its body
-# emitted once per step for all devices in lockstep, up to ``MAX_UNROLLED_STEPS``. A
-# ``while`` (a trip count that depends on traced values, possibly different per device) has
-# no such form, and a scan with per-step outputs did not compile (below): they raise.
+# emitted once per step for all devices in lockstep, up to ``MAX_UNROLLED_STEPS`` (a scan
+# with per-step outputs did not compile, below: it raises). A ``while`` becomes one loop
+# over every device's carry: it goes on while any device's condition holds, each step runs
+# the body on every device (the collectives meet there) and a device whose condition no
+# longer holds keeps its values, which the others' collectives go on seeing -- vmap's
+# semantics for a batched while loop. (JAX requires the devices to agree on the trip count.)
 
 MAX_UNROLLED_STEPS = 256
 
@@ -183,9 +183,58 @@ def _scan_rule(axis: SpmdAxis, per_device, *, body, length: int, reverse: bool,
     return [list(c) for c in carry]
 
 
+def _while_rule(axis: SpmdAxis, per_device, *, cond_ir, body_ir, cond_nconsts: int,
+                body_nconsts: int) -> list[list]:
+    from .control_flow import trace_region, while_p
+    n = axis.size
+    cond_consts = [ins[:cond_nconsts] for ins in per_device]
+    body_consts = [ins[cond_nconsts:cond_nconsts + body_nconsts] for ins in per_device]
+    carry = [ins[cond_nconsts + body_nconsts:] for ins in per_device]
+    k = len(carry[0])
+    init = [_array_on(v, i) for i in range(n) for v in carry[i]]
+
+    def per_device_carry(xs) -> list[list]:
+        return [list(xs[i * k:(i + 1) * k]) for i in range(n)]
+
+    def predicates(carries) -> list:
+        outs = spmd_eval(_closed(cond_ir), [cond_consts[i] + carries[i] for i in range(n)],
+                         axis)
+        return [outs[i][0] for i in range(n)]
+
+    def any_device(*xs):
+        preds = predicates(per_device_carry(xs))
+        total = preds[0]
+        for i in range(1, n):
+            total = P.or_p.bind(total, transfer(preds[i], 0))
+        return [total]
+
+    def step(*xs):
+        carries = per_device_carry(xs)
+        preds = predicates(carries)
+        new = spmd_eval(_closed(body_ir), [body_consts[i] + carries[i] for i in range(n)], axis)
+        return [P.select_p.bind(preds[i], mine, old)
+                for i in range(n) for mine, old in zip(new[i], carries[i])]
+
+    avals = [get_aval(v) for v in init]
+    cond_region, cond_captured = trace_region(any_device, avals)
+    body_region, body_captured = trace_region(step, avals)
+    outs = while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
+                        body_ir=body_region, cond_nconsts=len(cond_captured),
+                        body_nconsts=len(body_captured))
+    return per_device_carry(outs)
+
+
+def _array_on(x: Any, device: int) -> Any:
+    """``x``, a constant scalar made an array on ``device`` (a loop's carry must be arrays)."""
+    if isinstance(x, TypedScalar):
+        x = P.broadcast_in_dim_p.bind(x, shape=(), broadcast_dimensions=())
+        return transfer_p.bind(x, device=device)
+    return x
+
+
 def _register_control_flow_rules() -> dict:
-    from .control_flow import cond_p, scan_p
-    return {cond_p: _cond_rule, scan_p: _scan_rule}
+    from .control_flow import cond_p, scan_p, while_p
+    return {cond_p: _cond_rule, scan_p: _scan_rule, while_p: _while_rule}
 
 
 # -- splitting and assembling the mapped axis ------------------------------------------------------
