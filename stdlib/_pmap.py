@@ -367,10 +367,9 @@ def pmap(fun: Optional[Callable] = None, axis_name: Optional[Hashable] = None, *
     Collectives over ``axis_name`` combine the devices' values: ``lax.psum``, ``pmean``,
     ``pmax``, ``pmin``, ``axis_index``, ``all_gather``, ``ppermute``, ``psum_scatter``,
     ``all_to_all``, also inside ``lax.cond``/``switch`` (every branch computed on every
-    device, each selecting its own), carry-only ``scan``s and ``fori_loop``s over Python ints
-    (unrolled, up to 256 steps; a scan's per-step outputs holding a collective raise) and
-    ``while_loop``s (one loop over all devices, going on while any device's condition holds,
-    a device whose condition no longer holds keeping its values, as under ``vmap``);
+    device, each selecting its own), ``scan``s, ``fori_loop``s and ``while_loop``s (one loop
+    over all devices, going on while any device's condition holds, a device whose condition
+    no longer holds keeping its values, as under ``vmap``);
     ``grad`` inside ``fun``
     differentiates through them. The whole is one IREE multi-device program (not one
     call per device). ``devices`` defaults to the first devices of the default platform (CPU

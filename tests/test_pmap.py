@@ -371,7 +371,7 @@ else:
     raise AssertionError("a mapped axis unlike the device count must fail inside jit too")
 
 # -- collectives inside lax.cond (every branch on every device, each device selecting its
-# own), fori_loop over Python ints and carry-only scans (unrolled), against NumPy
+# own), fori_loops over Python ints and scans (one loop over every device), against NumPy
 sums, maxes = x.sum(0), x.max(0)
 both = pyree.pmap(lambda v: lax.cond(v.sum() > 0, lambda u: lax.psum(u, "i") * 2,
                                      lambda u: lax.pmax(u, "i") - 1, v), "i")(x)
@@ -416,12 +416,23 @@ want = x.astype(np.float64)
 for step in range(n):   # device i runs i + 1 steps
     want = np.where((step < np.arange(n) + 1)[:, None], want + want.max(0), want)
 check(traced_bounds, want)
-try:
-    pyree.pmap(lambda v: lax.scan(lambda c, r: (c, lax.psum(r, "i")), v[0], v)[1], "i")(x)
-except NotImplementedError as e:
-    assert "per-step outputs" in str(e) and "test_pmap_script" in str(e), e
-else:
-    raise AssertionError("no error for a scan's per-step outputs holding a collective")
+# Scans with per-step outputs, forward and reversed, and a long fori_loop over Python ints:
+for reverse in (False, True):
+    final, ys = pyree.pmap(lambda v: lax.scan(
+        lambda c, r: (c + lax.psum(r * c, "i"), lax.pmax(r, "i") + c), v[0], v,
+        reverse=reverse), "i")(x)
+    want_c, want_ys = x[:, 0].astype(np.float64), np.zeros((n, 3))
+    for t in (reversed(range(3)) if reverse else range(3)):
+        want_ys[:, t] = x[:, t].max() + want_c
+        want_c = want_c + (x[:, t] * want_c).sum()
+    check(final, want_c)
+    check(ys, want_ys)
+long = pyree.pmap(lambda v: lax.fori_loop(0, 300, lambda k, a: a * 0.99 + lax.pmean(a, "i")
+                                          * 0.01, v), "i")(x)
+want = x.astype(np.float64)
+for k in range(300):
+    want = want * 0.99 + want.mean(0) * 0.01
+check(long, want)
 print("ok")
 """
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Optional, Sequence
 
+import numpy as np
+
 from .batching import BatchAxis, _names_axis, named_axis_params
 from .ir import ClosedIR, Literal, Var
 from .lower import device_promise, lowering_rules, op
@@ -119,16 +121,18 @@ def spmd_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]], axis: SpmdAxis)
 # Control flow whose regions hold no collective over the pmap's axis is emitted per device like
 # any other equation. One whose regions do cannot: its devices must meet inside it. A ``cond``
 # then computes every branch on every device (the collectives in each branch meet in every
-# branch) and each device selects the outputs of the branch its own index picks; a ``scan``
-# (``lax.scan`` with a carry alone, a ``fori_loop`` over Python ints) is unrolled, its body
-# emitted once per step for all devices in lockstep, up to ``MAX_UNROLLED_STEPS`` (a scan
-# with per-step outputs did not compile, below: it raises). A ``while`` becomes one loop
-# over every device's carry: it goes on while any device's condition holds, each step runs
-# the body on every device (the collectives meet there) and a device whose condition no
-# longer holds keeps its values, which the others' collectives go on seeing -- vmap's
-# semantics for a batched while loop. (JAX requires the devices to agree on the trip count.)
-
-MAX_UNROLLED_STEPS = 256
+# branch) and each device selects the outputs of the branch its own index picks. A ``while``
+# becomes one loop over every device's carry: it goes on while any device's condition holds,
+# each step runs the body on every device (the collectives meet there) and a device whose
+# condition no longer holds keeps its values, which the others' collectives go on seeing --
+# vmap's semantics for a batched while loop. (JAX requires the devices to agree on the trip
+# count.) A ``scan`` (``lax.scan``, a ``fori_loop`` over Python ints) becomes such a loop over
+# a step counter, each device reading its rows of the scanned arrays and writing its per-step
+# outputs into its stacked ones (``dynamic_update_slice``). Workaround: unrolled steps whose
+# per-step outputs were stacked by ``concatenate`` (or a chain of ``dynamic_update_slice``)
+# made IREE 3.13 fail on the 2-device program when they came from a psum ("op affinity
+# #hal.device.affinity<@device_1> is not compatible with the partition affinity
+# #hal.device.affinity<@device_0>"); the loop form compiled.
 
 
 def _closed(region) -> ClosedIR:
@@ -160,27 +164,58 @@ def _cond_rule(axis: SpmdAxis, per_device, *, branches: tuple) -> list[list]:
 
 def _scan_rule(axis: SpmdAxis, per_device, *, body, length: int, reverse: bool,
                num_consts: int, num_carry: int) -> list[list]:
-    if length > MAX_UNROLLED_STEPS:
-        raise NotImplementedError(
-            f"pmap: a scan (or fori_loop) of {length} steps holding a collective over axis "
-            f"{axis.name!r}; pmap unrolls such loops, up to {MAX_UNROLLED_STEPS} steps"
-            f"{where(None)}")
-    if len(_closed(body).ir.outs) > num_carry:
-        # IREE 3.13 failed to compile the 2-device program of a scan whose per-step outputs
-        # came from a psum ("op affinity #hal.device.affinity<@device_0> is not compatible
-        # with the partition affinity ...", stacked by concatenate or dynamic_update_slice).
-        raise NotImplementedError(
-            f"pmap: a lax.scan with per-step outputs (ys) holding a collective over axis "
-            f"{axis.name!r} is not supported yet; carry the values instead, or compute the "
-            f"collective outside the scan{where(None)}")
+    from .control_flow import trace_region, while_p
     n = axis.size
+    body = _closed(body)
     consts = [ins[:num_consts] for ins in per_device]
-    carry = [ins[num_consts:num_consts + num_carry] for ins in per_device]
     xs = [ins[num_consts + num_carry:] for ins in per_device]
-    for t in (reversed(range(length)) if reverse else range(length)):
-        step_in = [consts[i] + carry[i] + [take(x, 0, t) for x in xs[i]] for i in range(n)]
-        carry = spmd_eval(_closed(body), step_in, axis)
-    return [list(c) for c in carry]
+    y_avals = [a.aval for a in body.ir.outs[num_carry:]]
+    int32 = np.dtype(np.int32)
+    index = lambda v: TypedScalar(v, int32, False)
+    # The loop's carry: the step number, then per device its carry and its stacked ys.
+    init = [_array_on(index(0), 0)]
+    for i in range(n):
+        init += [_array_on(v, i) for v in per_device[i][num_consts:num_consts + num_carry]]
+        init += [transfer_p.bind(P.broadcast_in_dim_p.bind(
+            TypedScalar(0, a.dtype, a.weak_type), shape=(length,) + a.shape,
+            broadcast_dimensions=()), device=i) for a in y_avals]
+    k = num_carry + len(y_avals)
+
+    def not_done(t, *rest):
+        return [P.lt_p.bind(t, index(length))]
+
+    def step(t, *rest):
+        position = P.sub_p.bind(index(length - 1), t) if reverse else t
+        step_in, ys = [], []
+        for i in range(n):
+            mine = rest[i * k:(i + 1) * k]
+            here = transfer_p.bind(position, device=i) if i else position
+            rows = [P.reshape_p.bind(P.dynamic_slice_p.bind(
+                x, here, *[index(0)] * (get_aval(x).ndim - 1),
+                slice_sizes=(1,) + get_aval(x).shape[1:]), new_sizes=get_aval(x).shape[1:])
+                for x in xs[i]]
+            step_in.append(consts[i] + list(mine[:num_carry]) + rows)
+            ys.append((here, mine[num_carry:]))
+        step_out = spmd_eval(body, step_in, axis)
+        out = [P.add_p.bind(t, index(1))]
+        for i in range(n):
+            here, stacked = ys[i]
+            out += step_out[i][:num_carry]
+            for buffer, y in zip(stacked, step_out[i][num_carry:]):
+                aval = get_aval(y)
+                row = P.broadcast_in_dim_p.bind(y, shape=(1,) + aval.shape,
+                                                broadcast_dimensions=tuple(range(1, aval.ndim + 1)))
+                out.append(P.dynamic_update_slice_p.bind(buffer, row, here,
+                                                         *[index(0)] * aval.ndim))
+        return out
+
+    avals = [get_aval(v) for v in init]
+    cond_region, cond_captured = trace_region(not_done, avals)
+    body_region, body_captured = trace_region(step, avals)
+    outs = while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
+                        body_ir=body_region, cond_nconsts=len(cond_captured),
+                        body_nconsts=len(body_captured))
+    return [list(outs[1 + i * k:1 + (i + 1) * k]) for i in range(n)]
 
 
 def _while_rule(axis: SpmdAxis, per_device, *, cond_ir, body_ir, cond_nconsts: int,
