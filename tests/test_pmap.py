@@ -427,6 +427,36 @@ for reverse in (False, True):
         want_c = want_c + (x[:, t] * want_c).sum()
     check(final, want_c)
     check(ys, want_ys)
+# Gradients through loops holding collectives (scan's transpose; a while loop's derivative:
+# while_count and counted loops), against central differences of a NumPy model of the
+# loops: each device gets the derivative of the sum over devices.
+def lockstep(X, trips):
+    counts, vals = np.zeros(len(X), int), X.copy()
+    while (counts < trips).any():
+        going = counts < trips
+        vals = np.where(going[:, None], vals * 0.5 + 0.1 * (vals * vals).sum(0), vals)
+        counts += going
+    return vals.sum()
+
+
+def central_differences(F, X):
+    out = np.zeros_like(X)
+    for idx in np.ndindex(X.shape):
+        e = np.zeros_like(X)
+        e[idx] = 1e-5
+        out[idx] = (F(X + e) - F(X - e)) / 2e-5
+    return out
+
+
+fixed = lambda v: jnp.sum(lax.fori_loop(0, 3, lambda k, a: a * 0.5 + 0.1 * lax.psum(a * a, "i"),
+                                        v))
+# (A while loop's trip count the same on every device, as JAX requires: with different
+# counts, the derivative's backward steps pair the devices' steps as vmap's do.)
+counted = lambda v: jnp.sum(lax.while_loop(lambda c: lax.psum(c[0], "i") < 3 * n, lambda c: (
+    c[0] + 1, c[1] * 0.5 + 0.1 * lax.psum(c[1] * c[1], "i")), (0, v))[1])
+for f, trips in [(fixed, np.full(n, 3)), (counted, np.full(n, 3))]:
+    np.testing.assert_allclose(np.asarray(pyree.pmap(pyree.grad(f), "i")(x)), central_differences(
+        lambda X: lockstep(X, trips), x.astype(np.float64)), rtol=1e-3, atol=1e-4)
 long = pyree.pmap(lambda v: lax.fori_loop(0, 300, lambda k, a: a * 0.99 + lax.pmean(a, "i")
                                           * 0.01, v), "i")(x)
 want = x.astype(np.float64)

@@ -126,7 +126,10 @@ def spmd_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]], axis: SpmdAxis)
 # each step runs the body on every device (the collectives meet there) and a device whose
 # condition no longer holds keeps its values, which the others' collectives go on seeing --
 # vmap's semantics for a batched while loop. (JAX requires the devices to agree on the trip
-# count.) A ``scan`` (``lax.scan``, a ``fori_loop`` over Python ints) becomes such a loop over
+# count; where they do not, a derivative's backward loop pairs the devices' steps counted
+# from each one's end, as vmap's does, which is not the derivative of the lockstep loop.) A
+# while loop's derivative (``while_count``, ``counted_loop`` over each device's own range)
+# runs the same way. A ``scan`` (``lax.scan``, a ``fori_loop`` over Python ints) becomes such a loop over
 # a step counter, each device reading its rows of the scanned arrays and writing its per-step
 # outputs into its stacked ones (``dynamic_update_slice``). Workaround: unrolled steps whose
 # per-step outputs were stacked by ``concatenate`` (or a chain of ``dynamic_update_slice``)
@@ -218,23 +221,17 @@ def _scan_rule(axis: SpmdAxis, per_device, *, body, length: int, reverse: bool,
     return [list(outs[1 + i * k:1 + (i + 1) * k]) for i in range(n)]
 
 
-def _while_rule(axis: SpmdAxis, per_device, *, cond_ir, body_ir, cond_nconsts: int,
-                body_nconsts: int) -> list[list]:
+def _lockstep_loop(init: list[list], predicates: Callable, step: Callable) -> list[list]:
+    """One while loop over every device's carry (``init[i]``: device ``i``'s): it goes on
+    while ``predicates(carries)`` (a boolean per device) holds for any device; each step
+    computes ``step(carries)`` (new carries per device) and a device whose predicate does not
+    hold keeps its carry."""
     from .control_flow import trace_region, while_p
-    n = axis.size
-    cond_consts = [ins[:cond_nconsts] for ins in per_device]
-    body_consts = [ins[cond_nconsts:cond_nconsts + body_nconsts] for ins in per_device]
-    carry = [ins[cond_nconsts + body_nconsts:] for ins in per_device]
-    k = len(carry[0])
-    init = [_array_on(v, i) for i in range(n) for v in carry[i]]
+    n, k = len(init), len(init[0])
+    flat = [_array_on(v, i) for i in range(n) for v in init[i]]
 
     def per_device_carry(xs) -> list[list]:
         return [list(xs[i * k:(i + 1) * k]) for i in range(n)]
-
-    def predicates(carries) -> list:
-        outs = spmd_eval(_closed(cond_ir), [cond_consts[i] + carries[i] for i in range(n)],
-                         axis)
-        return [outs[i][0] for i in range(n)]
 
     def any_device(*xs):
         preds = predicates(per_device_carry(xs))
@@ -243,20 +240,73 @@ def _while_rule(axis: SpmdAxis, per_device, *, cond_ir, body_ir, cond_nconsts: i
             total = P.or_p.bind(total, transfer(preds[i], 0))
         return [total]
 
-    def step(*xs):
+    def one_step(*xs):
         carries = per_device_carry(xs)
         preds = predicates(carries)
-        new = spmd_eval(_closed(body_ir), [body_consts[i] + carries[i] for i in range(n)], axis)
+        new = step(carries)
         return [P.select_p.bind(preds[i], mine, old)
                 for i in range(n) for mine, old in zip(new[i], carries[i])]
 
-    avals = [get_aval(v) for v in init]
+    avals = [get_aval(v) for v in flat]
     cond_region, cond_captured = trace_region(any_device, avals)
-    body_region, body_captured = trace_region(step, avals)
-    outs = while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
+    body_region, body_captured = trace_region(one_step, avals)
+    outs = while_p.bind(*cond_captured, *body_captured, *flat, cond_ir=cond_region,
                         body_ir=body_region, cond_nconsts=len(cond_captured),
                         body_nconsts=len(body_captured))
     return per_device_carry(outs)
+
+
+def _while_rule(axis: SpmdAxis, per_device, *, cond_ir, body_ir, cond_nconsts: int,
+                body_nconsts: int, counted: bool = False) -> list[list]:
+    n = axis.size
+    cond_consts = [ins[:cond_nconsts] for ins in per_device]
+    body_consts = [ins[cond_nconsts:cond_nconsts + body_nconsts] for ins in per_device]
+    init = [list(ins[cond_nconsts + body_nconsts:]) for ins in per_device]
+    if counted:   # (while_count: each device also counts its own steps)
+        init = [carry + [TypedScalar(0, np.dtype(np.int32), False)] for carry in init]
+    size = len(init[0]) - counted
+
+    def predicates(carries):
+        outs = spmd_eval(_closed(cond_ir), [cond_consts[i] + carries[i][:size]
+                                            for i in range(n)], axis)
+        return [outs[i][0] for i in range(n)]
+
+    def step(carries):
+        new = spmd_eval(_closed(body_ir), [body_consts[i] + carries[i][:size]
+                                           for i in range(n)], axis)
+        if counted:
+            one = TypedScalar(1, np.dtype(np.int32), False)
+            new = [new[i] + [P.add_p.bind(carries[i][size], one)] for i in range(n)]
+        return new
+
+    return _lockstep_loop(init, predicates, step)
+
+
+def _counted_loop_rule(axis: SpmdAxis, per_device, *, body, num_consts: int,
+                       reverse: bool) -> list[list]:
+    """``for i in range(lo, hi)`` (reversed: from hi - 1 down), the bounds possibly different
+    per device (a while loop's trip counts, in its derivative): each device steps through its
+    own range, keeping its carry once done."""
+    n = axis.size
+    int32 = np.dtype(np.int32)
+    zero, one = TypedScalar(0, int32, False), TypedScalar(1, int32, False)
+    lo = [ins[0] for ins in per_device]
+    hi = [ins[1] for ins in per_device]
+    consts = [ins[2:2 + num_consts] for ins in per_device]
+    trips = [P.max_p.bind(P.sub_p.bind(hi[i], lo[i]), zero) for i in range(n)]
+    init = [[zero] + list(ins[2 + num_consts:]) for ins in per_device]
+
+    def predicates(carries):
+        return [P.lt_p.bind(carries[i][0], trips[i]) for i in range(n)]
+
+    def step(carries):
+        index = [P.sub_p.bind(P.sub_p.bind(hi[i], one), carries[i][0]) if reverse
+                 else P.add_p.bind(lo[i], carries[i][0]) for i in range(n)]
+        new = spmd_eval(_closed(body), [[index[i]] + consts[i] + carries[i][1:]
+                                        for i in range(n)], axis)
+        return [[P.add_p.bind(carries[i][0], one)] + new[i] for i in range(n)]
+
+    return [carry[1:] for carry in _lockstep_loop(init, predicates, step)]
 
 
 def _array_on(x: Any, device: int) -> Any:
@@ -268,8 +318,12 @@ def _array_on(x: Any, device: int) -> Any:
 
 
 def _register_control_flow_rules() -> dict:
+    import functools
     from .control_flow import cond_p, scan_p, while_p
-    return {cond_p: _cond_rule, scan_p: _scan_rule, while_p: _while_rule}
+    from .control_flow_ad import counted_loop_p, while_count_p
+    return {cond_p: _cond_rule, scan_p: _scan_rule, while_p: _while_rule,
+            while_count_p: functools.partial(_while_rule, counted=True),
+            counted_loop_p: _counted_loop_rule}
 
 
 # -- splitting and assembling the mapped axis ------------------------------------------------------
