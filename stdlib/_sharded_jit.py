@@ -46,7 +46,8 @@ SPLIT, COPIES, WHOLE = "split", "copies", "whole"
 
 class Plan:
     """How a call's arguments sit on a mesh axis: the mesh, the axis's name, its devices in
-    order, and per argument leaf ``(SPLIT, dim)``, ``(COPIES,)`` or ``(WHOLE,)``."""
+    order, and per argument leaf ``(SPLIT, dim)``, ``(COPIES,)`` or ``(WHOLE, device)`` (the
+    position among the devices of the one it enters on)."""
 
     __slots__ = ("mesh", "axis", "devices", "entries")
 
@@ -74,10 +75,12 @@ def plan_for(leaves: Sequence[Any]) -> Optional[Plan]:
     if len(wide) != 1:
         return None
     (axis,) = wide
+    devices = tuple(mesh.devices.flat)
     entries, any_split = [], False
     for leaf in leaves:
         if not (type(leaf) is ShardedArray and isinstance(leaf.sharding, NamedSharding)):
-            entries.append((WHOLE,))
+            on_mesh = isinstance(leaf, Array) and leaf.device in devices
+            entries.append((WHOLE, devices.index(leaf.device) if on_mesh else 0))
             continue
         spec = leaf.sharding.spec
         split = [d for d in range(len(spec)) if any(mesh.shape[name] > 1
@@ -91,7 +94,7 @@ def plan_for(leaves: Sequence[Any]) -> Optional[Plan]:
             return None
     if not any_split:
         return None   # (nothing to divide: the whole, on one device)
-    return Plan(mesh, axis, tuple(mesh.devices.flat), tuple(entries))
+    return Plan(mesh, axis, devices, tuple(entries))
 
 
 class PartitionedProgram:
@@ -137,7 +140,8 @@ class PartitionedProgram:
 
 def _whole_on_mesh(leaf: Any, devs: tuple) -> Array:
     """An argument that enters whole: an Array on one of the mesh's devices (moved to the first
-    if it is elsewhere), a NumPy array or Python scalar put on the first."""
+    if it is elsewhere), a NumPy array or Python scalar put on the first (as ``plan_for``
+    recorded)."""
     if isinstance(leaf, Array):
         if leaf.device in devs:
             return leaf
@@ -158,8 +162,7 @@ def compile_partitioned(closed: ClosedIR, out_tree, leaves: Sequence[Any], plan:
     for leaf, entry, aval in zip(leaves, plan.entries, closed.in_avals):
         if entry[0] == WHOLE:
             program_avals.append(aval)
-            device = leaf.device if isinstance(leaf, Array) and leaf.device in devs else devs[0]
-            in_devices.append(devs.index(device))
+            in_devices.append(entry[1])
         else:
             local = aval
             if entry[0] == SPLIT:
@@ -173,10 +176,10 @@ def compile_partitioned(closed: ClosedIR, out_tree, leaves: Sequence[Any], plan:
     def program(*xs):
         it = iter(xs)
         inputs, layouts = [], []
-        for entry, device in zip(plan.entries, _entry_devices(plan.entries, in_devices, n)):
+        for entry in plan.entries:
             if entry[0] == WHOLE:
                 x = next(it)
-                inputs.append([x if i == device else spmd.transfer(x, i) for i in range(n)])
+                inputs.append([x if i == entry[1] else spmd.transfer(x, i) for i in range(n)])
                 layouts.append(partition.REPLICATED)
             else:
                 inputs.append([next(it) for _ in range(n)])
@@ -208,19 +211,6 @@ def compile_partitioned(closed: ClosedIR, out_tree, leaves: Sequence[Any], plan:
     executable = MultiDeviceExecutable(vmfb, lowered.function, devs, arg_devices,
                                        whole.out_avals, out_devices)
     return PartitionedProgram(executable, consts, out_tree, box["layouts"], plan, lowered)
-
-
-def _entry_devices(entries: Sequence[tuple], in_devices: Sequence[int], n: int) -> list:
-    """The device each WHOLE entry enters on (None for the others)."""
-    devices, k = [], 0
-    for entry in entries:
-        if entry[0] == WHOLE:
-            devices.append(in_devices[k])
-            k += 1
-        else:
-            devices.append(None)
-            k += n
-    return devices
 
 
 def _materialized(value: Any) -> Any:

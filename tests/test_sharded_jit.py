@@ -272,6 +272,13 @@ np.testing.assert_allclose(np.asarray(spread), host * v, rtol=1e-6)
 np.testing.assert_allclose(np.asarray(gathered), host * 2, rtol=1e-6)
 np.testing.assert_allclose(np.asarray(grad), 2 * host * v, rtol=1e-6)
 
+# An ordinary array argument enters on its own device, wherever it is (one program per
+# device it comes from):
+scale = pyree.jit(lambda x, s: x * s)
+for device in pyree.devices():
+    got = scale(x, pyree.device_put(np.float32(3.0), device))
+    np.testing.assert_array_equal(np.asarray(got), host * 3)
+
 # Split along the columns, contracted by the product:
 u = np.linspace(-1, 1, 4 * n, dtype=np.float32)
 got = pyree.jit(lambda xc, u: xc @ u)(pyree.device_put(host.T.copy(), cols), u)
