@@ -184,8 +184,8 @@ def compile_partitioned(closed: ClosedIR, out_tree, leaves: Sequence[Any], plan:
             else:
                 inputs.append([next(it) for _ in range(n)])
                 layouts.append(entry[1] if entry[0] == SPLIT else partition.REPLICATED)
-        outs, box["layouts"] = partition.partition_eval(closed, inputs, layouts, n,
-                                                              plan.mesh, plan.axis)
+        outs, box["layouts"] = partition.partition_eval(closed, inputs, layouts, n, plan.mesh,
+                                                        plan.axis)
         flat = []
         for per_device in outs:
             for i, value in enumerate(per_device):

@@ -194,11 +194,11 @@ def _reduction(combine: Optional[Primitive]) -> Callable:
     def rule(mesh, values, layouts, eqn):
         (d,) = layouts
         axes = eqn.params["axes"]
+        if d in axes and combine is None:
+            return None
         (partial,) = _same_params(eqn, values, mesh.size)
         if d not in axes:
             return [partial], [d - sum(a < d for a in axes)]
-        if combine is None:
-            return None
         return [mesh.all_reduce(partial, combine)], [REPLICATED]
     return rule
 
