@@ -90,6 +90,41 @@ def test_mlp_step_partitions_without_gathering(n):
     assert {e.outputs[0].aval.shape for e in products} >= {(4, 8), (4, 3), (5, 8), (8, 3)}
 
 
+def cnn_loss(params, images, labels):
+    """Mean cross-entropy of a small CNN (a 3x3 convolution, ReLU, a dense layer)."""
+    kernel, w = params
+    y = lax.conv_general_dilated(images, kernel, (1, 1), "SAME",
+                                 dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    logits = jnp.maximum(y, 0).reshape(images.shape[0], -1) @ w
+    return -jnp.mean(jnp.sum(pyree.nn.log_softmax(logits) * labels, axis=1))
+
+
+def cnn_step(params, images, labels):
+    loss, grads = pyree.value_and_grad(cnn_loss)(params, images, labels)
+    return [p - 0.1 * g for p, g in zip(params, grads)], loss
+
+
+def cnn_data(batch: int):
+    rng = np.random.default_rng(2)
+    params = [rng.normal(size=(3, 3, 2, 4)).astype(np.float32) * 0.3,
+              rng.normal(size=(5 * 5 * 4, 3)).astype(np.float32) * 0.1]
+    images = rng.normal(size=(batch, 5, 5, 2)).astype(np.float32)
+    labels = np.eye(3, dtype=np.float32)[rng.integers(0, 3, batch)]
+    return params, images, labels
+
+
+def test_cnn_step_partitions_without_gathering():
+    """The convolution's forward and input gradient stay split along the batch, its weight
+    gradient (the batch contracted) is a local convolution and an all-reduce."""
+    n = 2
+    params, images, labels = cnn_data(4 * n)
+    step = lambda k, w, x, y: cnn_step([k, w], x, y)
+    ir, layouts = _partitioned(step, [*params, images, labels], [None, None, 0, 0], n)
+    assert layouts == [None, None, None]
+    assert _count(ir, transfer_p) == 3 * n * (n - 1)   # (loss, kernel and dense gradients)
+    assert _count(ir, P.concatenate_p) == 0
+
+
 _X = np.ones((8, 3), np.float32)     # split along dimension 0 over 2 devices
 _V = np.ones(3, np.float32)
 _W = np.ones((2, 3), np.float32)
@@ -168,7 +203,7 @@ from pyree._sharded_jit import PartitionedProgram
 from pyree.runtime.executable import MultiDeviceExecutable
 from pyree.sharding import NamedSharding, P
 from pyree.tree_util import tree_leaves, tree_map
-from test_sharded_jit import mlp_data, sgd_step
+from test_sharded_jit import cnn_data, cnn_step, mlp_data, sgd_step
 from test_sharding import _check_blocks
 
 n = len(pyree.devices())
@@ -208,6 +243,17 @@ assert program.executable.devices == tuple(pyree.devices())
 text = program.lowered.text_without_locations
 assert all(f"#hal.device.promise<@device_{i}>" in text for i in range(n))
 assert text.count("flow.tensor.transfer") == 5 * n * (n - 1), text.count("flow.tensor.transfer")
+
+# A CNN step (a convolution's forward, input and weight gradients) likewise:
+cnn = pyree.jit(cnn_step)
+cnn_params, images, labels_1h = cnn_data(4 * n)
+want, want_loss = cnn(cnn_params, images, labels_1h)
+got, got_loss = cnn(pyree.device_put(cnn_params, replicated), pyree.device_put(images, rows),
+                    pyree.device_put(labels_1h, rows))
+for g, w in zip(got, want):
+    assert g.sharding == replicated
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-6)
+np.testing.assert_allclose(float(got_loss), float(want_loss), rtol=2e-5)
 
 # Integer labels (take_along_axis: a gather, which has no partitioned form and gathers), a
 # Python scalar learning rate, a NumPy argument:

@@ -32,6 +32,10 @@ primitive (``partition_rules``) says what each copy computes and the layouts of 
   the weight gradient ``x.T @ g`` of a batch-split ``x``; split along a batch dimension of both
   operands, or a free dimension of one (the other replicated), the product stays split. Two
   operands split along unpaired dimensions: the right one is gathered first.
+* ``conv_general_dilated`` (no feature or batch groups) likewise: split along the batch of
+  the input (the kernel replicated), or the output features of the kernel, the result stays
+  split; contracting split input features (a weight gradient, where the batch is the
+  contracted feature dimension) is the local convolution and an all-reduce sum.
 * ``slice`` (whole along the split dimension), ``pad`` (none along it), ``rev`` (not
   reversing it), ``concatenate`` (along another dimension): the split stays.
 * ``custom_jvp_call`` / ``custom_vjp_call``: their region, partitioned by these same rules
@@ -41,7 +45,7 @@ primitive (``partition_rules``) says what each copy computes and the layouts of 
   or gathered; on another mesh the layout stays.
 
 Any other equation with a split operand -- gather/scatter, sorting, cumulative and windowed
-operations, convolutions, control flow, a reshape mixing the split dimension with others,
+operations, grouped convolutions, control flow, a reshape mixing the split dimension with others,
 elementwise operands split along different dimensions -- *gathers*: each split operand is
 all-gathered (every device receives every block, ``flow.tensor.transfer``, and concatenates
 them in order), and the equation runs on every device on the whole values, its result
@@ -68,6 +72,7 @@ from .ir import IR, ClosedIR, Literal, Var
 from .lower import lowering_rules
 from .spmd import transfer
 from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
+from .windows import conv_general_dilated_p
 
 REPLICATED = None
 
@@ -245,6 +250,35 @@ def _dot_general(mesh, values, layouts, eqn):
 
 
 partition_rules[P.dot_general_p] = _dot_general
+
+
+def _conv(mesh, values, layouts, eqn):
+    params = eqn.params
+    if params["feature_group_count"] != 1 or params["batch_group_count"] != 1:
+        return None
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    lhs, rhs = values
+    dl, dr = layouts
+    n = mesh.size
+    if dl == lhs_spec[1] or dr == rhs_spec[1]:
+        # Contracting the input features (in a weight gradient, the batch): local
+        # convolutions over each device's block of features, summed across the devices.
+        if dl is REPLICATED:
+            lhs = mesh.blocks(lhs, lhs_spec[1])
+        elif dr is REPLICATED:
+            rhs = mesh.blocks(rhs, rhs_spec[1])
+        elif (dl, dr) != (lhs_spec[1], rhs_spec[1]):
+            return None
+        (partial,) = _same_params(eqn, [lhs, rhs], n)
+        return [mesh.all_reduce(partial, P.add_p)], [REPLICATED]
+    if dl == lhs_spec[0] and dr is REPLICATED:   # (each device's block of the batch)
+        return _same_params(eqn, values, n), [out_spec[0]]
+    if dr == rhs_spec[0] and dl is REPLICATED:   # (each device's block of output features)
+        return _same_params(eqn, values, n), [out_spec[1]]
+    return None
+
+
+partition_rules[conv_general_dilated_p] = _conv
 
 
 def _slice(mesh, values, layouts, eqn):
