@@ -125,6 +125,23 @@ def test_cnn_step_partitions_without_gathering():
     assert _count(ir, P.concatenate_p) == 0
 
 
+def test_integer_label_loss_partitions_without_gathering():
+    """take_along_axis (a gather with batching dimensions) of batch-split log-probabilities
+    and labels, and its transpose (a scatter-add), index each device's own rows."""
+    n = 2
+    params, x, y = mlp_data(4 * n)
+    labels = np.argmax(y, 1).astype(np.int32)
+
+    def loss(w, x, labels):
+        logp = pyree.nn.log_softmax(x @ w)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+    ir, layouts = _partitioned(pyree.value_and_grad(loss), [np.ones((5, 3), np.float32), x,
+                                                            labels], [None, 0, 0], n)
+    assert layouts == [None, None]
+    assert _count(ir, transfer_p) == 2 * n * (n - 1) and _count(ir, P.concatenate_p) == 0
+
+
 _X = np.ones((8, 3), np.float32)     # split along dimension 0 over 2 devices
 _V = np.ones(3, np.float32)
 _W = np.ones((2, 3), np.float32)
@@ -255,8 +272,8 @@ for g, w in zip(got, want):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-6)
 np.testing.assert_allclose(float(got_loss), float(want_loss), rtol=2e-5)
 
-# Integer labels (take_along_axis: a gather, which has no partitioned form and gathers), a
-# Python scalar learning rate, a NumPy argument:
+# Integer labels (take_along_axis: a gather along a batching dimension, each device indexing
+# its own rows; its transpose a scatter-add), a Python scalar learning rate:
 def int_label_step(params, x, labels, lr):
     def loss(params):
         (w1, b1), (w2, b2) = params

@@ -36,6 +36,9 @@ primitive (``partition_rules``) says what each copy computes and the layouts of 
   the input (the kernel replicated), or the output features of the kernel, the result stays
   split; contracting split input features (a weight gradient, where the batch is the
   contracted feature dimension) is the local convolution and an all-reduce sum.
+* ``gather`` / ``scatter`` split along a batching dimension (``take_along_axis`` of
+  batch-split values and indices -- a cross-entropy with integer labels -- and its
+  transpose): each device indexes its own rows.
 * ``slice`` (whole along the split dimension), ``pad`` (none along it), ``rev`` (not
   reversing it), ``concatenate`` (along another dimension): the split stays.
 * ``custom_jvp_call`` / ``custom_vjp_call``: their region, partitioned by these same rules
@@ -44,7 +47,7 @@ primitive (``partition_rules``) says what each copy computes and the layouts of 
   partitioned over: the value takes the layout it names, cut into blocks (no communication)
   or gathered; on another mesh the layout stays.
 
-Any other equation with a split operand -- gather/scatter, sorting, cumulative and windowed
+Any other equation with a split operand -- other gathers and scatters, sorting, cumulative and windowed
 operations, grouped convolutions, control flow, a reshape mixing the split dimension with others,
 elementwise operands split along different dimensions -- *gathers*: each split operand is
 all-gathered (every device receives every block, ``flow.tensor.transfer``, and concatenates
@@ -68,6 +71,7 @@ from . import primitives as P
 from .ad import Zero, jvp_rules, transpose_rules
 from .batching import batching_rules
 from .custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, stop_gradient_p
+from .gather_scatter import gather_p, scatter_p
 from .ir import IR, ClosedIR, Literal, Var
 from .lower import lowering_rules
 from .spmd import transfer
@@ -279,6 +283,54 @@ def _conv(mesh, values, layouts, eqn):
 
 
 partition_rules[conv_general_dilated_p] = _conv
+
+
+def _batched_indexing(mesh, values, layouts, paired: list, out_dim: Callable):
+    """gather/scatter split along a batching dimension: ``paired[k]`` gives, for batching
+    dimension ``k``, the dimension of each operand that goes with it. Every split operand must
+    be split along the dimensions of one ``k``; the replicated ones are cut to the same
+    blocks, and each device indexes its own rows. Returns (operands, the result's split
+    dimension ``out_dim(k)``), or None."""
+    for k, dims in enumerate(paired):
+        if all(d is REPLICATED or d == dim for d, dim in zip(layouts, dims)):
+            operands = [mesh.blocks(v, dim) if d is REPLICATED else v
+                        for v, d, dim in zip(values, layouts, dims)]
+            return operands, out_dim(k)
+    return None
+
+
+def _gather(mesh, values, layouts, eqn):
+    numbers = eqn.params["dimension_numbers"]
+    operand, indices = eqn.inputs
+    # The result's dimensions that are not offset dimensions are the indices' batch
+    # dimensions (all but the last, the index vector), in order.
+    batch_out = [d for d in range(eqn.outputs[0].aval.ndim) if d not in numbers.offset_dims]
+    paired = [[o, i] for o, i in zip(numbers.operand_batching_dims,
+                                     numbers.start_indices_batching_dims)]
+    found = _batched_indexing(mesh, values, layouts, paired,
+                              lambda k: batch_out[numbers.start_indices_batching_dims[k]])
+    if found is None:
+        return None
+    operands, out = found
+    return _same_params(eqn, operands, mesh.size), [out]
+
+
+def _scatter(mesh, values, layouts, eqn):
+    numbers = eqn.params["dimension_numbers"]
+    updates = eqn.inputs[2].aval
+    update_scatter = [d for d in range(updates.ndim) if d not in numbers.update_window_dims]
+    paired = [[o, i, update_scatter[i]] for o, i in zip(numbers.operand_batching_dims,
+                                                         numbers.scatter_indices_batching_dims)]
+    found = _batched_indexing(mesh, values, layouts, paired,
+                              lambda k: numbers.operand_batching_dims[k])
+    if found is None:
+        return None
+    operands, out = found
+    return _same_params(eqn, operands, mesh.size), [out]
+
+
+partition_rules[gather_p] = _gather
+partition_rules[scatter_p] = _scatter
 
 
 def _slice(mesh, values, layouts, eqn):
