@@ -70,7 +70,16 @@ def _partitioned(f, args, layouts, n):
 
 
 def _count(ir, primitive) -> int:
-    return sum(eqn.primitive is primitive for eqn in ir.ir.eqns)
+    """How many equations of ``primitive`` ``ir`` holds, inside its regions too."""
+    ir = ir.ir if hasattr(ir, "ir") else ir
+    total = 0
+    for eqn in ir.eqns:
+        total += eqn.primitive is primitive
+        for value in eqn.params.values():
+            for region in value if isinstance(value, tuple) else (value,):
+                if hasattr(region, "eqns"):
+                    total += _count(region, primitive)
+    return total
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -140,6 +149,37 @@ def test_integer_label_loss_partitions_without_gathering():
                                                             labels], [None, 0, 0], n)
     assert layouts == [None, None]
     assert _count(ir, transfer_p) == 2 * n * (n - 1) and _count(ir, P.concatenate_p) == 0
+
+
+def test_loops_and_conditionals_partition():
+    """A training loop (fori_loop) over a batch-split batch is one loop whose body is the
+    partitioned step: all-reduces inside, no gathers; a while loop's split carry stays split;
+    a scan over a split array's rows gives split per-step outputs; a cond's outputs keep
+    the layout its branches agree on."""
+    n = 2
+    params, x, y = mlp_data(4 * n)
+    flat, tree = pyree.tree_util.tree_flatten(params)
+
+    def train(*a):
+        update = lambda i, p: pyree.tree_util.tree_map(
+            lambda v, g: v - 0.1 * g, p, pyree.grad(mlp_loss)(p, a[4], a[5]))
+        return lax.fori_loop(0, 3, update, pyree.tree_util.tree_unflatten(tree, a[:4]))
+
+    ir, layouts = _partitioned(train, [*flat, x, y], [None] * 4 + [0, 0], n)
+    assert layouts == [None] * 4
+    assert _count(ir, P.concatenate_p) == 0 and _count(ir, transfer_p) >= 4 * n * (n - 1)
+    ir, layouts = _partitioned(lambda x: (
+        lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2 + c[1].mean()),
+                       (0, x))[1],
+        lax.scan(lambda c, r: (c + r.sum(), r * c), 0.0, x.T),
+        lax.cond(x.sum() > 0, lambda u: (u * 2, u.sum()), lambda u: (u - 1, u.max()), x),
+        lax.cond(x.sum() > 0, lambda u: u * 2, lambda u: u.sum() + u * 0, x)), [_X], [0], n)
+    assert layouts == [0, None, 1, 0, None, 0]
+    assert _count(ir, P.concatenate_p) == 0
+    # Branches that disagree (one gathers to sort): the output is gathered, replicated.
+    _, layouts = _partitioned(lambda x: lax.cond(x.sum() > 0, lambda u: u * 2,
+                                                 lambda u: jnp.sort(u, 0), x), [_X], [0], n)
+    assert layouts == [None]
 
 
 _X = np.ones((8, 3), np.float32)     # split along dimension 0 over 2 devices
@@ -220,7 +260,7 @@ from pyree._sharded_jit import PartitionedProgram
 from pyree.runtime.executable import MultiDeviceExecutable
 from pyree.sharding import NamedSharding, P
 from pyree.tree_util import tree_leaves, tree_map
-from test_sharded_jit import cnn_data, cnn_step, mlp_data, sgd_step
+from test_sharded_jit import cnn_data, cnn_step, mlp_data, mlp_loss, sgd_step
 from test_sharding import _check_blocks
 
 n = len(pyree.devices())
@@ -315,7 +355,7 @@ expected = dict(rowsum=((np.sin(host) * v).sum(1), rows), colmax=(host.max(0) + 
                 mean=(host.mean(), replicated), prod=(np.prod(host, 0), replicated),
                 any=((host > 1).any(0), replicated), all=((host > -3).all(0), replicated),
                 min=(host.min(), replicated),
-                cond=(host * 2 if host.sum() > 0 else host - 1, replicated),
+                cond=(host * 2 if host.sum() > 0 else host - 1, rows),
                 constrained=((host * 3).sum(0), replicated))
 for name, (value, sharding) in expected.items():
     assert out[name].sharding == sharding, (name, out[name].sharding)
@@ -334,6 +374,41 @@ assert spread.sharding == rows and gathered.sharding == replicated and grad.shar
 np.testing.assert_allclose(np.asarray(spread), host * v, rtol=1e-6)
 np.testing.assert_allclose(np.asarray(gathered), host * 2, rtol=1e-6)
 np.testing.assert_allclose(np.asarray(grad), 2 * host * v, rtol=1e-6)
+
+# Loops and conditionals on split values: a training loop (fori_loop of SGD steps), a while
+# loop carrying a split value, a scan over a split array's rows, a cond:
+def train(params, X, Y):
+    return lax.fori_loop(0, 3, lambda i, p: tree_map(
+        lambda a, g: a - 0.1 * g, p, pyree.grad(mlp_loss)(p, X, Y)), params)
+params, X, Y = mlp_data(8 * n)
+looped = pyree.jit(train)
+want = looped(params, X, Y)
+got = looped(pyree.device_put(params, replicated), pyree.device_put(X, rows),
+             pyree.device_put(Y, rows))
+for g, w in zip(tree_leaves(got), tree_leaves(want)):
+    assert g.sharding == replicated
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-6)
+@pyree.jit
+def control(x):
+    grown = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2 + c[1].mean()),
+                           (0, x))[1]
+    total, ys = lax.scan(lambda c, r: (c + r.sum(), r * c), 0.0, x.T)
+    picked = lax.cond(x.sum() > 0, lambda u: u * 2, lambda u: u - u.mean(), x)
+    return grown, total, ys, picked
+grown, total, ys, picked = control(x)
+want = host.astype(np.float64)
+for _ in range(3):
+    want = want * 2 + want.mean()
+np.testing.assert_allclose(np.asarray(grown), want, rtol=1e-5, atol=1e-5)
+assert grown.sharding == rows and ys.sharding == cols and picked.sharding == rows
+want_ys, c = [], 0.0
+for r in host.T:
+    want_ys.append(r * c)
+    c = c + r.sum()
+np.testing.assert_allclose(float(total), c, rtol=1e-5)
+np.testing.assert_allclose(np.asarray(ys), np.stack(want_ys), rtol=1e-5, atol=1e-5)
+np.testing.assert_allclose(np.asarray(picked), host * 2 if host.sum() > 0 else
+                           host - host.mean(), rtol=1e-6)
 
 # An ordinary array argument enters on its own device, wherever it is (one program per
 # device it comes from):

@@ -41,15 +41,20 @@ primitive (``partition_rules``) says what each copy computes and the layouts of 
   transpose): each device indexes its own rows.
 * ``slice`` (whole along the split dimension), ``pad`` (none along it), ``rev`` (not
   reversing it), ``concatenate`` (along another dimension): the split stays.
+* ``cond``, ``while``, ``scan`` (``lax.cond``, ``while_loop``, ``fori_loop``, ``scan``):
+  every branch partitioned, each device selecting the branch's outputs; loops as one loop
+  over every device's values whose body is the partitioned body (see "control flow" below):
+  a training loop over a split batch runs split, its all-reduces inside the loop.
 * ``custom_jvp_call`` / ``custom_vjp_call``: their region, partitioned by these same rules
   (the program is no longer differentiated, so the custom rules are not needed).
 * ``sharding_constraint`` (``lax.with_sharding_constraint``) with a NamedSharding of the mesh
   partitioned over: the value takes the layout it names, cut into blocks (no communication)
   or gathered; on another mesh the layout stays.
 
-Any other equation with a split operand -- other gathers and scatters, sorting, cumulative and windowed
-operations, grouped convolutions, control flow, a reshape mixing the split dimension with others,
-elementwise operands split along different dimensions -- *gathers*: each split operand is
+Any other equation with a split operand -- other gathers and scatters, sorting, cumulative
+and windowed operations, grouped convolutions, a scan along the split dimension, a reshape
+mixing the split dimension with others, elementwise operands split along different
+dimensions -- *gathers*: each split operand is
 all-gathered (every device receives every block, ``flow.tensor.transfer``, and concatenates
 them in order), and the equation runs on every device on the whole values, its result
 replicated. Gathering is always correct, only slower: no rule guesses.
@@ -67,6 +72,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
 from . import primitives as P
 from .ad import Zero, jvp_rules, transpose_rules
 from .batching import batching_rules
@@ -74,7 +81,7 @@ from .custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, stop_gradi
 from .gather_scatter import gather_p, scatter_p
 from .ir import IR, ClosedIR, Literal, Var
 from .lower import lowering_rules
-from .spmd import transfer
+from .spmd import array_on, transfer
 from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
 from .windows import conv_general_dilated_p
 
@@ -438,6 +445,225 @@ def _sharding_constraint(mesh, values, layouts, eqn):
 partition_rules[sharding_constraint_p] = _sharding_constraint
 # Rules that apply even when every operand is replicated (they may split a value).
 _LAYOUT_CHANGING = {sharding_constraint_p}
+
+
+# -- control flow --------------------------------------------------------------------------------
+# A conditional or loop whose operands are split cannot run as one copy per device: its
+# regions hold all-reduces and gathers where the devices meet. ``cond`` computes every branch
+# partitioned (inline, on every device) and each device selects the outputs of the branch the
+# index picks (the index, a scalar, is replicated: every device picks the same); an output
+# whose layout differs between branches is gathered. ``while`` and ``scan`` become ONE loop
+# whose carry holds every device's values and whose body is the partitioned body: a carry
+# keeps its layout if the body gives it back in that layout, and is replicated otherwise (the
+# layouts are found by partitioning the body until they no longer change). The loop's
+# condition is the first device's copy of the (replicated, scalar) predicate. A scan's rows
+# are each device's rows of its blocks (scanned arrays split along their first dimension, the
+# scanned one, gather); its per-step outputs are stacked per device, split like the step's.
+
+
+def _converted(mesh: MeshAxis, values: list, have: Any, want: Any) -> list:
+    """A value (per device) in layout ``have`` brought to layout ``want``, as arrays on their
+    devices (a loop carries arrays)."""
+    if have != want:
+        if have is not REPLICATED:
+            values = mesh.gather(values, have)
+        if want is not REPLICATED:
+            values = mesh.blocks(values, want)
+    return [array_on(v, i) for i, v in enumerate(values)]
+
+
+def _local_aval(aval, layout: Any, n: int):
+    if layout is REPLICATED:
+        return aval
+    return aval.update(shape=_local_shape(aval.shape, layout, n))
+
+
+def _unflattened(xs: Sequence[Any], layouts: Sequence[Any], n: int) -> list:
+    """Flat loop carries (each value's copies, device by device) as (layout, values)."""
+    return [(d, list(xs[j * n:(j + 1) * n])) for j, d in enumerate(layouts)]
+
+
+def _body_layouts(body: IR, fixed: list, carry_avals: list, carry: list, rows: list,
+                  mesh: MeshAxis) -> list:
+    """The layouts of ``body``'s outputs when it takes ``fixed`` (layout, values) inputs, then
+    carries of ``carry_avals`` in layouts ``carry`` and per-step rows ``rows`` (layout,
+    aval), found by partitioning it in a region traced for that alone."""
+    from .control_flow import trace_region
+    n = mesh.size
+    box: list = []
+    avals = [_local_aval(a, d, n) for a, d in zip(carry_avals, carry) for _ in range(n)]
+    avals += [_local_aval(a, d, n) for d, a in rows for _ in range(n)]
+
+    def probe(*xs):
+        inputs = _unflattened(xs, list(carry) + [d for d, _ in rows], n)
+        outs, layouts = _partition_ir(body, [], list(fixed) + inputs, mesh)
+        box.append(layouts)
+        return []
+
+    trace_region(probe, avals)
+    return box[0]
+
+
+def _carry_layouts(body: IR, fixed: list, carry_avals: list, carry: list, rows: list,
+                   mesh: MeshAxis) -> tuple[list, list]:
+    """Layouts for a loop's carries that its body gives back (a split carry the body returns
+    otherwise becomes replicated), and the body's outputs' layouts for them."""
+    carry = list(carry)
+    while True:
+        out = _body_layouts(body, fixed, carry_avals, carry, rows, mesh)
+        changed = [j for j, d in enumerate(carry) if d is not REPLICATED and out[j] != d]
+        if not changed:
+            return carry, out
+        for j in changed:
+            carry[j] = REPLICATED
+
+
+def _region_ir(region: Any) -> Optional[IR]:
+    if isinstance(region, ClosedIR):
+        return None if region.consts else region.ir
+    return None if region.const_vars else region
+
+
+def _cond(mesh, values, layouts, eqn):
+    branches = [_region_ir(b) for b in eqn.params["branches"]]
+    if any(b is None for b in branches) or layouts[0] is not REPLICATED:
+        return None
+    n = mesh.size
+    operands = list(zip(layouts[1:], values[1:]))
+    results = [_partition_ir(b, [], operands, mesh) for b in branches]
+    outs, out_layouts = [], []
+    for j in range(len(eqn.outputs)):
+        found = {r[1][j] for r in results}
+        want = found.pop() if len(found) == 1 else REPLICATED
+        per_branch = [_converted(mesh, r[0][j], r[1][j], want) for r in results]
+        chosen = []
+        for i in range(n):
+            index = values[0][i]
+            if isinstance(index, TypedScalar):   # (a constant index: that branch alone)
+                chosen.append(per_branch[min(max(int(index.value), 0), len(branches) - 1)][i])
+                continue
+            dtype = get_aval(index).dtype
+            index = P.min_p.bind(P.max_p.bind(index, TypedScalar(0, dtype, False)),
+                                 TypedScalar(len(branches) - 1, dtype, False))
+            value = per_branch[0][i]
+            for b in range(1, len(branches)):
+                value = P.select_p.bind(P.eq_p.bind(index, TypedScalar(b, dtype, False)),
+                                        per_branch[b][i], value)
+            chosen.append(value)
+        outs.append(chosen)
+        out_layouts.append(want)
+    return outs, out_layouts
+
+
+def _while(mesh, values, layouts, eqn):
+    from .control_flow import trace_region, while_p
+    params = eqn.params
+    cond_ir, body_ir = _region_ir(params["cond_ir"]), _region_ir(params["body_ir"])
+    if cond_ir is None or body_ir is None:
+        return None
+    n = mesh.size
+    cn, bn = params["cond_nconsts"], params["body_nconsts"]
+    cond_in = list(zip(layouts[:cn], values[:cn]))
+    body_in = list(zip(layouts[cn:cn + bn], values[cn:cn + bn]))
+    carry_avals = [a.aval for a in eqn.inputs[cn + bn:]]
+    carry, _ = _carry_layouts(body_ir, body_in, carry_avals, layouts[cn + bn:], [], mesh)
+    init = [v for have, want, values_j in zip(layouts[cn + bn:], carry, values[cn + bn:])
+            for v in _converted(mesh, values_j, have, want)]
+
+    def cond_fn(*xs):
+        outs, _ = _partition_ir(cond_ir, [], cond_in + _unflattened(xs, carry, n), mesh)
+        return [outs[0][0]]   # (the predicate is a scalar: replicated, the same everywhere)
+
+    def body_fn(*xs):
+        outs, got = _partition_ir(body_ir, [], body_in + _unflattened(xs, carry, n), mesh)
+        return [v for o, have, want in zip(outs, got, carry)
+                for v in _converted(mesh, o, have, want)]
+
+    avals = [get_aval(x) for x in init]
+    cond_region, cond_captured = trace_region(cond_fn, avals)
+    body_region, body_captured = trace_region(body_fn, avals)
+    outs = while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
+                        body_ir=body_region, cond_nconsts=len(cond_captured),
+                        body_nconsts=len(body_captured))
+    return [values for _, values in _unflattened(outs, carry, n)], carry
+
+
+def _scan(mesh, values, layouts, eqn):
+    from .control_flow import trace_region, while_p
+    params = eqn.params
+    body = _region_ir(params["body"])
+    nc, ncar, length = params["num_consts"], params["num_carry"], params["length"]
+    xs_layouts = layouts[nc + ncar:]
+    if body is None or 0 in xs_layouts:   # (split along the scanned dimension: gather)
+        return None
+    n = mesh.size
+    consts = list(zip(layouts[:nc], values[:nc]))
+    carry_avals = [a.aval for a in eqn.inputs[nc:nc + ncar]]
+    rows = [(REPLICATED if d is REPLICATED else d - 1, a.aval.update(shape=a.aval.shape[1:]))
+            for d, a in zip(xs_layouts, eqn.inputs[nc + ncar:])]
+    carry, out = _carry_layouts(body, consts, carry_avals, layouts[nc:nc + ncar], rows, mesh)
+    ys = [REPLICATED if d is REPLICATED else d + 1 for d in out[ncar:]]
+    y_avals = [v.aval for v in body.outs[ncar:]]
+    int32 = np.dtype(np.int32)
+    index = lambda v: TypedScalar(v, int32, False)
+    init = [array_on(index(0), 0)]
+    for have, want, values_j in zip(layouts[nc:nc + ncar], carry, values[nc:nc + ncar]):
+        init += _converted(mesh, values_j, have, want)
+    for d, aval in zip(ys, y_avals):
+        stacked = _local_aval(aval.update(shape=(length,) + aval.shape), d, n)
+        zeros = P.broadcast_in_dim_p.bind(TypedScalar(0, aval.dtype, aval.weak_type),
+                                          shape=stacked.shape, broadcast_dimensions=())
+        init += [transfer(zeros, i) for i in range(n)]
+    xs = values[nc + ncar:]
+    state = list(carry) + ys
+
+    def not_done(t, *rest):
+        return [P.lt_p.bind(t, index(length))]
+
+    def step(t, *rest):
+        position = P.sub_p.bind(index(length - 1), t) if params["reverse"] else t
+        here = [position] + [transfer(position, i) for i in range(1, n)]
+        inputs = _unflattened(rest, state, n)
+        step_rows = []
+        for x, (d, _) in zip(xs, rows):
+            per_device = []
+            for i in range(n):
+                aval = get_aval(x[i])
+                row = P.dynamic_slice_p.bind(x[i], here[i], *[index(0)] * (aval.ndim - 1),
+                                             slice_sizes=(1,) + aval.shape[1:])
+                per_device.append(P.reshape_p.bind(row, new_sizes=aval.shape[1:]))
+            step_rows.append((d, per_device))
+        outs, got = _partition_ir(body, [], consts + inputs[:ncar] + step_rows, mesh)
+        new = [P.add_p.bind(t, index(1))]
+        for o, have, want in zip(outs[:ncar], got[:ncar], carry):
+            new += _converted(mesh, o, have, want)
+        for (d, buffers), y, have in zip(inputs[ncar:], outs[ncar:], got[ncar:]):
+            y = _converted(mesh, y, have, REPLICATED if d is REPLICATED else d - 1)
+            for i in range(n):
+                aval = get_aval(y[i])
+                row = P.broadcast_in_dim_p.bind(y[i], shape=(1,) + aval.shape,
+                                                broadcast_dimensions=tuple(range(1, aval.ndim + 1)))
+                new.append(P.dynamic_update_slice_p.bind(buffers[i], row, here[i],
+                                                         *[index(0)] * aval.ndim))
+        return new
+
+    avals = [get_aval(x) for x in init]
+    cond_region, cond_captured = trace_region(not_done, avals)
+    body_region, body_captured = trace_region(step, avals)
+    outs = while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
+                        body_ir=body_region, cond_nconsts=len(cond_captured),
+                        body_nconsts=len(body_captured))
+    return [values for _, values in _unflattened(outs[1:], state, n)], state
+
+
+def _register_control_flow_rules() -> None:
+    from .control_flow import cond_p, scan_p, while_p
+    partition_rules[cond_p] = _cond
+    partition_rules[while_p] = _while
+    partition_rules[scan_p] = _scan
+
+
+_register_control_flow_rules()
 
 
 # -- the interpreter ---------------------------------------------------------------------------

@@ -176,9 +176,9 @@ def _scan_rule(axis: SpmdAxis, per_device, *, body, length: int, reverse: bool,
     int32 = np.dtype(np.int32)
     index = lambda v: TypedScalar(v, int32, False)
     # The loop's carry: the step number, then per device its carry and its stacked ys.
-    init = [_array_on(index(0), 0)]
+    init = [array_on(index(0), 0)]
     for i in range(n):
-        init += [_array_on(v, i) for v in per_device[i][num_consts:num_consts + num_carry]]
+        init += [array_on(v, i) for v in per_device[i][num_consts:num_consts + num_carry]]
         init += [transfer_p.bind(P.broadcast_in_dim_p.bind(
             TypedScalar(0, a.dtype, a.weak_type), shape=(length,) + a.shape,
             broadcast_dimensions=()), device=i) for a in y_avals]
@@ -228,7 +228,7 @@ def _lockstep_loop(init: list[list], predicates: Callable, step: Callable) -> li
     hold keeps its carry."""
     from .control_flow import trace_region, while_p
     n, k = len(init), len(init[0])
-    flat = [_array_on(v, i) for i in range(n) for v in init[i]]
+    flat = [array_on(v, i) for i in range(n) for v in init[i]]
 
     def per_device_carry(xs) -> list[list]:
         return [list(xs[i * k:(i + 1) * k]) for i in range(n)]
@@ -309,7 +309,7 @@ def _counted_loop_rule(axis: SpmdAxis, per_device, *, body, num_consts: int,
     return [carry[1:] for carry in _lockstep_loop(init, predicates, step)]
 
 
-def _array_on(x: Any, device: int) -> Any:
+def array_on(x: Any, device: int) -> Any:
     """``x``, a constant scalar made an array on ``device`` (a loop's carry must be arrays)."""
     if isinstance(x, TypedScalar):
         x = P.broadcast_in_dim_p.bind(x, shape=(), broadcast_dimensions=())
