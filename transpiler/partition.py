@@ -81,7 +81,7 @@ from .custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, stop_gradi
 from .gather_scatter import gather_p, scatter_p
 from .ir import IR, ClosedIR, Literal, Var
 from .lower import lowering_rules
-from .spmd import array_on, transfer
+from .spmd import array_on, select_branch, transfer
 from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
 from .windows import conv_general_dilated_p
 
@@ -536,20 +536,8 @@ def _cond(mesh, values, layouts, eqn):
         found = {r[1][j] for r in results}
         want = found.pop() if len(found) == 1 else REPLICATED
         per_branch = [_converted(mesh, r[0][j], r[1][j], want) for r in results]
-        chosen = []
-        for i in range(n):
-            index = values[0][i]
-            if isinstance(index, TypedScalar):   # (a constant index: that branch alone)
-                chosen.append(per_branch[min(max(int(index.value), 0), len(branches) - 1)][i])
-                continue
-            dtype = get_aval(index).dtype
-            index = P.min_p.bind(P.max_p.bind(index, TypedScalar(0, dtype, False)),
-                                 TypedScalar(len(branches) - 1, dtype, False))
-            value = per_branch[0][i]
-            for b in range(1, len(branches)):
-                value = P.select_p.bind(P.eq_p.bind(index, TypedScalar(b, dtype, False)),
-                                        per_branch[b][i], value)
-            chosen.append(value)
+        chosen = [select_branch(values[0][i], [[branch[i]] for branch in per_branch])[0]
+                  for i in range(n)]
         outs.append(chosen)
         out_layouts.append(want)
     return outs, out_layouts

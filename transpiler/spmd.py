@@ -142,27 +142,28 @@ def _closed(region) -> ClosedIR:
     return region if isinstance(region, ClosedIR) else ClosedIR(region, [])
 
 
+def select_branch(index: Any, options: Sequence[Sequence[Any]]) -> list:
+    """The values of ``options[index]`` (each option a list of values of the same types),
+    ``index`` clamped into range as ``lax.switch`` does: computed with ``select``s when the
+    index is traced, picked when it is a constant."""
+    if isinstance(index, TypedScalar):
+        return list(options[min(max(int(index.value), 0), len(options) - 1)])
+    dtype = get_aval(index).dtype
+    index = P.min_p.bind(P.max_p.bind(index, TypedScalar(0, dtype, False)),
+                         TypedScalar(len(options) - 1, dtype, False))
+    chosen = list(options[0])
+    for b in range(1, len(options)):
+        picked = P.eq_p.bind(index, TypedScalar(b, dtype, False))
+        chosen = [P.select_p.bind(picked, mine, other)
+                  for mine, other in zip(options[b], chosen)]
+    return chosen
+
+
 def _cond_rule(axis: SpmdAxis, per_device, *, branches: tuple) -> list[list]:
-    n = axis.size
     branch_outs = [spmd_eval(_closed(branch), [ins[1:] for ins in per_device], axis)
                    for branch in branches]
-    outs = []
-    for i in range(n):
-        index = per_device[i][0]
-        if isinstance(index, TypedScalar):   # (a constant index: that branch alone)
-            taken = min(max(int(index.value), 0), len(branches) - 1)
-            outs.append(branch_outs[taken][i])
-            continue
-        int32 = get_aval(index).dtype
-        last = TypedScalar(len(branches) - 1, int32, False)
-        index = P.min_p.bind(P.max_p.bind(index, TypedScalar(0, int32, False)), last)
-        chosen = list(branch_outs[0][i])
-        for b in range(1, len(branches)):
-            picked = P.eq_p.bind(index, TypedScalar(b, int32, False))
-            chosen = [P.select_p.bind(picked, mine, other)
-                      for mine, other in zip(branch_outs[b][i], chosen)]
-        outs.append(chosen)
-    return outs
+    return [select_branch(per_device[i][0], [outs[i] for outs in branch_outs])
+            for i in range(axis.size)]
 
 
 def _scan_rule(axis: SpmdAxis, per_device, *, body, length: int, reverse: bool,
