@@ -27,7 +27,7 @@ from pyree.transpiler.convert import converted
 from pyree.transpiler.lower import lower_closed_ir
 from pyree.transpiler.source import where
 from pyree.transpiler.ir import ShapedArray
-from pyree.transpiler.trace import Tracer, _state, canonicalize_array, trace_to_ir
+from pyree.transpiler.trace import Tracer, _state, canonicalize_array, get_aval, trace_to_ir
 
 from ._vmap import _axes_for_leaves, _check_axes, _leaf_names
 
@@ -156,14 +156,17 @@ class PmapFunction:
 
     def _traced(self, static: list, per_arg: list, dyn_args: tuple, kwargs: dict,
                 leaves: list, dims: list, names: list) -> Any:
-        """A pmap called while tracing (inside ``jit``, ``grad``, ``vmap``): the enclosing
-        computation runs on one device, so the pmap becomes a ``vmap`` over the same axis
-        with the same name there -- the same values and derivatives (collectives are batched
-        computations along the axis), without spreading over devices. The mapped axis is
-        still checked against the device count, as a direct call checks it."""
+        """A pmap called while tracing (inside ``jit``, ``grad``, ``vmap``): a ``vmap`` over
+        the same axis with the same name -- the same values and derivatives (collectives are
+        batched computations along the axis) -- whose mapped inputs and outputs are
+        constrained (``with_sharding_constraint``) to be split over the pmap's devices along
+        the mapped axis. A ``jit`` around it then follows that placement, each device
+        computing its slice in one multi-device program (stdlib/_sharded_jit.py); elsewhere
+        (``grad`` or ``vmap`` outside any ``jit``) the constraints do nothing. The mapped
+        axis is checked against the device count, as a direct call checks it."""
         from ._vmap import vmap
-        _, size = _check_axes(leaves, dims, names, self._axis_size, "pmap")
-        self._devices_for(size)
+        dims, size = _check_axes(leaves, dims, names, self._axis_size, "pmap")
+        devs = self._devices_for(size)
 
         def with_static(*dyn, **kw):
             args = list(dyn)
@@ -171,8 +174,21 @@ class PmapFunction:
                 args.insert(i, value)
             return converted(self._fun)(*args, **kw)
 
-        return vmap(with_static, in_axes=tuple(per_arg), out_axes=self._out_axes,
-                    axis_name=self._axis_name, axis_size=size)(*dyn_args, **kwargs)
+        mapped = vmap(with_static, in_axes=tuple(per_arg), out_axes=self._out_axes,
+                      axis_name=self._axis_name, axis_size=size)
+        if size == 1:
+            return mapped(*dyn_args, **kwargs)
+        # The mapped axes placed over the pmap's devices: a jit around it follows them
+        # (transpiler/partition.py), each device computing its slice.
+        place = _mapped_axis_placer(devs, self._axis_name)
+        dyn_args, kwargs = tree_util.tree_unflatten(tree_util.tree_structure((dyn_args, kwargs)), [
+            place(leaf, d) for leaf, d in zip(leaves, dims)])
+        out = mapped(*dyn_args, **kwargs)
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_dims = _axes_for_leaves(self._out_axes, out, "out_axes")
+        return tree_util.tree_unflatten(out_tree, [place(leaf, d % (get_aval(leaf).ndim or 1)
+                                                         if d is not None else None)
+                                                   for leaf, d in zip(out_leaves, out_dims)])
 
     # -- checking the arguments ----------------------------------------------------------------
     def _mapped_size(self, leaves: list, dims: list, names: list) -> tuple[list, int]:
@@ -324,6 +340,20 @@ class PmapFunction:
         return f"<pyree.pmap of {getattr(self._fun, '__qualname__', self._fun)!r}>"
 
 
+def _mapped_axis_placer(devs: tuple, axis_name: Optional[Hashable]) -> Callable:
+    """``place(x, d)``: ``x`` constrained to be split along dimension ``d`` over ``devs``
+    (a mesh of one axis named like the pmap's), or ``x`` itself when ``d`` is None."""
+    from .sharding import Mesh, NamedSharding, PartitionSpec, with_sharding_constraint
+    name = axis_name if isinstance(axis_name, str) else "pmap"
+    mesh = Mesh(np.array(devs, dtype=object), (name,))
+
+    def place(x: Any, d: Optional[int]) -> Any:
+        if d is None or not isinstance(x, Tracer):
+            return x
+        return with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(*[None] * d, name)))
+    return place
+
+
 _assemblers: dict[tuple, MultiDeviceExecutable] = {}
 
 
@@ -377,8 +407,10 @@ def pmap(fun: Optional[Callable] = None, axis_name: Optional[Hashable] = None, *
     ``static_broadcasted_argnums`` are passed to ``fun`` as Python values, the same on every
     device. Results are ``ShardedArray``s: ``.sharding``, ``.addressable_shards`` and
     ``.devices()`` say where each piece lives; ``np.asarray`` gives the whole. Called while
-    tracing (inside ``jit``, ``grad`` or ``vmap``), a pmap computes as a ``vmap`` over the same
-    axis on the enclosing computation's device: the same values and derivatives, one device.
+    tracing (inside ``jit``, ``grad`` or ``vmap``), a pmap is a ``vmap`` over the same axis
+    whose mapped axes are placed over the devices: inside ``jit`` each device computes its
+    slice (one multi-device program, results split as ``NamedSharding``s); the values and
+    derivatives are the same.
 
     Example::
 

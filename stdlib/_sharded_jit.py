@@ -97,21 +97,42 @@ def plan_for(leaves: Sequence[Any]) -> Optional[Plan]:
     return Plan(mesh, axis, devices, tuple(entries))
 
 
+def plan_from_constraints(ir, device, count: int) -> Optional[Plan]:
+    """The plan of a jitted function none of whose ``count`` arguments is split (each on
+    ``device``, entering whole) but whose sharding constraints all name one mesh with one
+    axis of several devices; None otherwise."""
+    meshes = {s.mesh for s in partition.sharding_constraints(ir) if isinstance(s, NamedSharding)}
+    if len(meshes) != 1:
+        return None
+    (mesh,) = meshes
+    wide = [name for name, size in mesh.shape.items() if size > 1]
+    if len(wide) != 1:
+        return None
+    devices = tuple(mesh.devices.flat)
+    entry = (WHOLE, devices.index(device) if device in devices else 0)
+    return Plan(mesh, wide[0], devices, (entry,) * count)
+
+
 class PartitionedProgram:
     """One compiled signature of a jitted function over a mesh axis: the multi-device
     executable, its captured constants (on the first device), the results' structure and
     layouts."""
 
-    __slots__ = ("executable", "consts", "out_tree", "out_layouts", "plan", "lowered")
+    __slots__ = ("executable", "consts", "out_tree", "out_layouts", "plan", "lowered",
+                 "device", "direct")
 
     def __init__(self, executable: MultiDeviceExecutable, consts: list, out_tree,
-                 out_layouts: list, plan: Plan, lowered) -> None:
+                 out_layouts: list, plan: Plan, lowered, device=None) -> None:
         self.executable = executable
         self.consts = consts
         self.out_tree = out_tree
         self.out_layouts = out_layouts
         self.plan = plan
         self.lowered = lowered   # (the MLIR IREE compiled, for inspection and tests)
+        # (What jit's fast path reads of a compiled signature: the device its arguments are
+        # on, and that its call takes more than them.)
+        self.device = device
+        self.direct = False
 
     def run(self, leaves: Sequence[Any]) -> Any:
         plan = self.plan
@@ -150,16 +171,18 @@ def _whole_on_mesh(leaf: Any, devs: tuple) -> Array:
     return device_put_numpy(canonicalize_array(np.asarray(leaf)), devs[0], weak_type=weak)
 
 
-def compile_partitioned(closed: ClosedIR, out_tree, leaves: Sequence[Any], plan: Plan
-                        ) -> Optional[PartitionedProgram]:
+def compile_partitioned(closed: ClosedIR, out_tree, leaves: Optional[Sequence[Any]],
+                        plan: Plan, device=None) -> Optional[PartitionedProgram]:
     """Compile ``closed`` (the function traced on the whole arrays) as one multi-device
     program over ``plan``'s mesh axis, or None for a program this does not partition (one
-    with effects or runtime checks: jit then runs it whole on one device)."""
+    with effects or runtime checks: jit then runs it whole on one device). ``leaves``: the
+    call's arguments (unused: the plan says how they enter); ``device``: where they are,
+    when they all enter whole (a plan from sharding constraints)."""
     if closed.has_token or has_effects(closed.ir.eqns):
         return None
     devs, n = plan.devices, len(plan.devices)
     program_avals, in_devices = [], []
-    for leaf, entry, aval in zip(leaves, plan.entries, closed.in_avals):
+    for entry, aval in zip(plan.entries, closed.in_avals):
         if entry[0] == WHOLE:
             program_avals.append(aval)
             in_devices.append(entry[1])
@@ -210,7 +233,8 @@ def compile_partitioned(closed: ClosedIR, out_tree, leaves: Sequence[Any], plan:
                                  cache_text=lowered.text_without_locations)
     executable = MultiDeviceExecutable(vmfb, lowered.function, devs, arg_devices,
                                        whole.out_avals, out_devices)
-    return PartitionedProgram(executable, consts, out_tree, box["layouts"], plan, lowered)
+    return PartitionedProgram(executable, consts, out_tree, box["layouts"], plan, lowered,
+                              device)
 
 
 def _materialized(value: Any) -> Any:

@@ -15,8 +15,9 @@ results come back split or replicated, as NamedSharding arrays; stdlib/_sharded_
 transpiler/partition.py). What is not done yet: arguments split along two mesh axes at once
 (or on two meshes), and eager ops on sharded arrays, compute on the whole array, which a
 NamedSharding-placed array also keeps on its mesh's first device, and return ordinary
-single-device arrays; ``with_sharding_constraint`` places values only inside a ``jit`` whose
-arguments are split over its mesh.
+single-device arrays. ``with_sharding_constraint`` places values inside a ``jit`` whose
+arguments are split over its mesh, or whose constraints all name one mesh with one axis of
+several devices.
 """
 from __future__ import annotations
 
@@ -371,11 +372,13 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """Ask that ``x`` (a pytree of arrays) be placed by ``shardings`` (one sharding, or a
     pytree of them matching ``x``), as ``jax.lax.with_sharding_constraint``. Outside ``jit``
     this is ``device_put(x, shardings)``. Inside a ``jit`` whose arguments are split over a
-    mesh axis (the computation follows them, transpiler/partition.py), a NamedSharding on
-    that mesh places the value: cut into blocks along the dimension it names (or gathered
-    whole on every device if it names none) from there on. Elsewhere (a jit on one device,
-    another mesh) the values pass unchanged; their shapes are checked against the shardings
-    in every case, so that a program that would not shard fails here too.
+    mesh axis (the computation follows them, transpiler/partition.py), or none of whose
+    arguments is split but whose constraints all name one mesh of one axis of several
+    devices, a NamedSharding on that mesh places the value: cut into blocks along the
+    dimension it names (or gathered whole on every device if it names none) from there on.
+    Elsewhere (another mesh, outside ``jit``'s tracing) the values pass unchanged; their
+    shapes are checked against the shardings in every case, so that a program that would
+    not shard fails here too.
 
     Example::
 

@@ -344,10 +344,15 @@ except NameError as e:
 else:
     raise AssertionError("an unbound axis name must fail")
 
-# -- pmap inside jit and grad (computed as a vmap of the same axis there), against NumPy and
-# central differences
+# -- pmap inside jit and grad (a vmap of the same axis whose mapped axes are placed over
+# the devices: a jit around it follows them), against NumPy and central differences
 normalize = pyree.pmap(lambda v: v / lax.psum(v * v, "i"), axis_name="i")
-check(pyree.jit(lambda v: normalize(v) * 2)(x), x / (x * x).sum(0) * 2)
+jitted = pyree.jit(lambda v: normalize(v) * 2)
+inside = jitted(x)
+check(inside, x / (x * x).sum(0) * 2)
+assert inside.sharding.spec == pyree.sharding.P("i", None) and inside.devices() == set(devs)
+from pyree._sharded_jit import PartitionedProgram
+assert any(isinstance(p, PartitionedProgram) for p in jitted._cache.values())
 scaled = pyree.pmap(lambda w, v, k: lax.pmean(w * v, "i") * k, "i", in_axes=(None, 0, None),
                     static_broadcasted_argnums=2)
 check(pyree.jit(lambda w, v: scaled(w, v, 3))(np.float32(2.0), x),

@@ -417,6 +417,15 @@ for device in pyree.devices():
     got = scale(x, pyree.device_put(np.float32(3.0), device))
     np.testing.assert_array_equal(np.asarray(got), host * 3)
 
+# A jit whose arguments are not split follows its sharding constraints:
+follows = pyree.jit(lambda x: (lax.with_sharding_constraint(x, rows) * 2,
+                               lax.with_sharding_constraint(x, rows).sum(0)))
+doubled, summed = follows(host)
+assert doubled.sharding == rows and summed.sharding == replicated
+np.testing.assert_array_equal(np.asarray(doubled), host * 2)
+np.testing.assert_allclose(np.asarray(summed), host.sum(0), rtol=1e-5)
+assert any(isinstance(p, PartitionedProgram) for p in follows._cache.values())
+
 # Split along the columns, contracted by the product:
 u = np.linspace(-1, 1, 4 * n, dtype=np.float32)
 got = pyree.jit(lambda xc, u: xc @ u)(pyree.device_put(host.T.copy(), cols), u)

@@ -349,9 +349,26 @@ class JitFunction:
             compiled = self._cache.get(key)
             if compiled is None:
                 closed, out_tree = self._trace(static, in_tree, avals)
-                compiled = compile_closed_ir(closed, out_tree, device)
+                compiled = self._constrained(closed, out_tree, device)
+                if compiled is None:
+                    compiled = compile_closed_ir(closed, out_tree, device)
                 self._cache[key] = compiled
         return compiled
+
+    def _constrained(self, closed: ClosedIR, out_tree, device: Device):
+        """The multi-device program of a function whose arguments are not split but whose
+        values are placed by ``with_sharding_constraint`` over one mesh axis (a pmap inside
+        it does so), or None (stdlib/_sharded_jit.py)."""
+        if self._device is not None or nan_check.enabled:
+            return None
+        from .partition import has_sharding_constraints
+        if not has_sharding_constraints(closed.ir):
+            return None
+        from pyree import _sharded_jit
+        plan = _sharded_jit.plan_from_constraints(closed.ir, device, len(closed.in_avals))
+        if plan is None:
+            return None
+        return _sharded_jit.compile_partitioned(closed, out_tree, None, plan, device)
 
     def _trace(self, static: tuple, in_tree, avals: Sequence[ShapedArray]):
         out_tree_box = []

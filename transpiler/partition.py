@@ -443,6 +443,24 @@ def _sharding_constraint(mesh, values, layouts, eqn):
 
 
 partition_rules[sharding_constraint_p] = _sharding_constraint
+
+
+def sharding_constraints(ir: IR) -> list:
+    """The shardings of the sharding constraints in ``ir`` and its regions."""
+    found = []
+    for eqn in ir.eqns:
+        if eqn.primitive is sharding_constraint_p:
+            found.append(eqn.params["sharding"])
+        for value in eqn.params.values():
+            for region in value if isinstance(value, tuple) else (value,):
+                if isinstance(region, (IR, ClosedIR)):
+                    found += sharding_constraints(region.ir if isinstance(region, ClosedIR)
+                                                  else region)
+    return found
+
+
+def has_sharding_constraints(ir: IR) -> bool:
+    return bool(sharding_constraints(ir))
 # Rules that apply even when every operand is replicated (they may split a value).
 _LAYOUT_CHANGING = {sharding_constraint_p}
 
