@@ -301,6 +301,17 @@ whole = pyree.jit(lambda w, a, b: w - 0.1 * pyree.grad(loss)(w, a, b))(
 check(w1, np.broadcast_to(np.asarray(whole), (n, 4)))
 check(value, np.full(n, np.asarray(loss(w0, X.reshape(-1, 4), Y.reshape(-1)))))
 assert all((np.asarray(w1)[i] == np.asarray(w1)[0]).all() for i in range(n))
+# ... the same step inside jit (one multi-device program), and three of them in a fori_loop
+# there, against the single-device steps on the whole batch
+replicated_step = pyree.pmap(step, "i", in_axes=(None, 0, 0), out_axes=None)
+check(pyree.jit(lambda w, a, b: replicated_step(w, a, b)[0])(w0, X, Y), np.asarray(whole))
+looped = pyree.jit(lambda w, a, b: lax.fori_loop(0, 3, lambda k, w: replicated_step(w, a, b)[0],
+                                                 w))(w0, X, Y)
+want = w0
+for _ in range(3):
+    want = pyree.jit(lambda w, a, b: w - 0.1 * pyree.grad(loss)(w, a, b))(
+        want, X.reshape(-1, 4), Y.reshape(-1))
+check(looped, np.asarray(want))
 # the gradient through psum (its transpose is psum): n on every device
 check(pyree.pmap(pyree.grad(lambda v: lax.psum(v, "i").sum()), "i")(x), np.full(x.shape, n))
 # a product the single-device lowering marks for data tiling (IREE 3.13 failed to compile
