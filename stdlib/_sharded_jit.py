@@ -61,7 +61,13 @@ class Plan:
 def plan_for(leaves: Sequence[Any]) -> Optional[Plan]:
     """The plan of a call whose argument leaves are ``leaves``, or None when the computation
     cannot follow their shardings (see the module's docstring): then jit computes on the whole
-    arrays on one device."""
+    arrays on one device.
+
+    Example::
+
+        plan_for([device_put(x, NamedSharding(mesh, P("batch"))), w]).entries
+        # (('split', 0), ('whole', 0))
+    """
     mesh = None
     for leaf in leaves:
         if type(leaf) is ShardedArray and isinstance(leaf.sharding, NamedSharding):
@@ -100,7 +106,9 @@ def plan_for(leaves: Sequence[Any]) -> Optional[Plan]:
 def plan_from_constraints(ir, device, count: int) -> Optional[Plan]:
     """The plan of a jitted function none of whose ``count`` arguments is split (each on
     ``device``, entering whole) but whose sharding constraints all name one mesh with one
-    axis of several devices; None otherwise."""
+    axis of several devices; None otherwise.
+    Example: ``plan_from_constraints(closed.ir, devices()[0], 1).entries`` -> ``(('whole', 0),)``
+    """
     meshes = {s.mesh for s in partition.sharding_constraints(ir) if isinstance(s, NamedSharding)}
     if len(meshes) != 1:
         return None
@@ -177,7 +185,13 @@ def compile_partitioned(closed: ClosedIR, out_tree, leaves: Optional[Sequence[An
     program over ``plan``'s mesh axis, or None for a program this does not partition (one
     with effects or runtime checks: jit then runs it whole on one device). ``leaves``: the
     call's arguments (unused: the plan says how they enter); ``device``: where they are,
-    when they all enter whole (a plan from sharding constraints)."""
+    when they all enter whole (a plan from sharding constraints).
+
+    Example::
+
+        program = compile_partitioned(closed, out_tree, leaves, plan_for(leaves))
+        params, loss = program.run(leaves)
+    """
     if closed.has_token or has_effects(closed.ir.eqns):
         return None
     devs, n = plan.devices, len(plan.devices)

@@ -54,10 +54,13 @@ primitive (``partition_rules``) says what each copy computes and the layouts of 
 Any other equation with a split operand -- other gathers and scatters, sorting, cumulative
 and windowed operations, grouped convolutions, a scan along the split dimension, a reshape
 mixing the split dimension with others, elementwise operands split along different
-dimensions -- *gathers*: each split operand is
-all-gathered (every device receives every block, ``flow.tensor.transfer``, and concatenates
-them in order), and the equation runs on every device on the whole values, its result
-replicated. Gathering is always correct, only slower: no rule guesses.
+dimensions -- *gathers*: each split operand is all-gathered (every device receives every
+block, ``flow.tensor.transfer``, and concatenates them in order), and the equation runs on
+every device on the whole values, its result replicated. Gathering is always correct, only
+slower: no rule guesses.
+
+Why transfers and not IREE's collective ops: as for pmap (transpiler/spmd.py), IREE 3.13's
+CPU drivers implement no collective channels, and one program drives all the devices.
 
 A rule is ``rule(mesh, values, layouts, eqn) -> (outputs, out_layouts)`` or ``None`` (no
 partitioned form: gather), where ``values[k]`` holds operand ``k``'s value on each device,
@@ -446,7 +449,13 @@ partition_rules[sharding_constraint_p] = _sharding_constraint
 
 
 def sharding_constraints(ir: IR) -> list:
-    """The shardings of the sharding constraints in ``ir`` and its regions."""
+    """The shardings of the sharding constraints in ``ir`` and its regions.
+
+    Example::
+
+        sharding_constraints(pyree.make_ir(lambda x: with_sharding_constraint(x, rows))(x).ir)
+        # [NamedSharding(mesh=Mesh('batch': 2), spec=P('batch',))]
+    """
     found = []
     for eqn in ir.eqns:
         if eqn.primitive is sharding_constraint_p:
@@ -460,6 +469,8 @@ def sharding_constraints(ir: IR) -> list:
 
 
 def has_sharding_constraints(ir: IR) -> bool:
+    """Whether ``ir`` (or a region in it) constrains a value's sharding.
+    Example: ``has_sharding_constraints(pyree.make_ir(lambda x: x * 2)(x).ir)`` -> False"""
     return bool(sharding_constraints(ir))
 # Rules that apply even when every operand is replicated (they may split a value).
 _LAYOUT_CHANGING = {sharding_constraint_p}

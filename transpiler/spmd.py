@@ -145,7 +145,8 @@ def _closed(region) -> ClosedIR:
 def select_branch(index: Any, options: Sequence[Sequence[Any]]) -> list:
     """The values of ``options[index]`` (each option a list of values of the same types),
     ``index`` clamped into range as ``lax.switch`` does: computed with ``select``s when the
-    index is traced, picked when it is a constant."""
+    index is traced, picked when it is a constant.
+    Example: ``select_branch(i, [[a0, b0], [a1, b1]])`` -> ``[a_i, b_i]``"""
     if isinstance(index, TypedScalar):
         return list(options[min(max(int(index.value), 0), len(options) - 1)])
     dtype = get_aval(index).dtype
@@ -311,7 +312,8 @@ def _counted_loop_rule(axis: SpmdAxis, per_device, *, body, num_consts: int,
 
 
 def array_on(x: Any, device: int) -> Any:
-    """``x``, a constant scalar made an array on ``device`` (a loop's carry must be arrays)."""
+    """``x``, a constant scalar made an array on ``device`` (a loop's carry must be arrays);
+    anything else as it is. Example: ``array_on(TypedScalar(0, int32, False), 1)``"""
     if isinstance(x, TypedScalar):
         x = P.broadcast_in_dim_p.bind(x, shape=(), broadcast_dimensions=())
         return transfer_p.bind(x, device=device)
