@@ -37,6 +37,7 @@ from pyree.runtime.executable import MultiDeviceExecutable
 from pyree.transpiler import partition, spmd
 from pyree.transpiler.ir import ClosedIR, ShapedArray
 from pyree.transpiler.lower import lower_closed_ir
+from pyree.transpiler.source import where
 from pyree.transpiler.trace import Tracer, canonicalize_array, has_effects, trace_to_ir
 
 from .sharding import Mesh, NamedSharding, PartitionSpec
@@ -149,8 +150,12 @@ class PartitionedProgram:
         for leaf, entry in zip(leaves, plan.entries):
             if entry[0] == WHOLE:
                 arrays.append(_whole_on_mesh(leaf, devs))
-            else:
+            elif type(leaf) is ShardedArray:
                 arrays.extend(leaf._pieces)
+            else:   # (a Compiled program called with other arguments than it was made for)
+                raise TypeError(f"this program was compiled for an argument placed by "
+                                f"NamedSharding over {plan.mesh!r}, but got "
+                                f"{type(leaf).__name__}{where(None)}")
         outs = self.executable(arrays)
         pieces = [outs[k * n:(k + 1) * n] for k in range(len(self.out_layouts))]
         split = [(p, d) for p, d in zip(pieces, self.out_layouts) if d is not None]
@@ -179,18 +184,19 @@ def _whole_on_mesh(leaf: Any, devs: tuple) -> Array:
     return device_put_numpy(canonicalize_array(np.asarray(leaf)), devs[0], weak_type=weak)
 
 
-def compile_partitioned(closed: ClosedIR, out_tree, leaves: Optional[Sequence[Any]],
-                        plan: Plan, device=None) -> Optional[PartitionedProgram]:
-    """Compile ``closed`` (the function traced on the whole arrays) as one multi-device
-    program over ``plan``'s mesh axis, or None for a program this does not partition (one
-    with effects or runtime checks: jit then runs it whole on one device). ``leaves``: the
-    call's arguments (unused: the plan says how they enter); ``device``: where they are,
-    when they all enter whole (a plan from sharding constraints).
+def lower_partitioned(closed: ClosedIR, out_tree, plan: Plan, device=None
+                      ) -> Optional["LoweredPartition"]:
+    """``closed`` (the function traced on the whole arrays) partitioned over ``plan``'s mesh
+    axis and lowered to one multi-device MLIR module, or None for a program this does not
+    partition (one with effects or runtime checks: jit then runs it whole on one device).
+    ``device``: where the arguments are, when they all enter whole (a plan from sharding
+    constraints).
 
     Example::
 
-        program = compile_partitioned(closed, out_tree, leaves, plan_for(leaves))
-        params, loss = program.run(leaves)
+        lowered = lower_partitioned(closed, out_tree, plan_for(leaves))
+        print(lowered.module.text_without_locations)    # its #hal.device.promise placements
+        params, loss = lowered.compile().run(leaves)
     """
     if closed.has_token or has_effects(closed.ir.eqns):
         return None
@@ -241,14 +247,46 @@ def compile_partitioned(closed: ClosedIR, out_tree, leaves: Optional[Sequence[An
             consts.append(device_put_numpy(canonicalize_array(np.asarray(value)), devs[0]))
     out_devices = [i for _ in box["layouts"] for i in range(n)]
     arg_devices = [0] * len(consts) + in_devices
-    lowered = lower_closed_ir(whole, platform=devs[0].platform,
-                              affinities=(arg_devices, out_devices))
-    vmfb = rcompile.compile_mlir(lowered.text, multi_device_compile_flags(devs),
-                                 cache_text=lowered.text_without_locations)
-    executable = MultiDeviceExecutable(vmfb, lowered.function, devs, arg_devices,
-                                       whole.out_avals, out_devices)
-    return PartitionedProgram(executable, consts, out_tree, box["layouts"], plan, lowered,
-                              device)
+    module = lower_closed_ir(whole, platform=devs[0].platform,
+                             affinities=(arg_devices, out_devices))
+    return LoweredPartition(closed, whole, module, consts, box["layouts"], arg_devices,
+                            out_devices, plan, out_tree, device)
+
+
+class LoweredPartition:
+    """A partitioned signature lowered, not yet compiled: the traced function (``closed``),
+    the multi-device program around it (``program``) and its MLIR ``module``."""
+
+    __slots__ = ("closed", "program", "module", "consts", "out_layouts", "arg_devices",
+                 "out_devices", "plan", "out_tree", "device")
+
+    def __init__(self, closed: ClosedIR, program: ClosedIR, module, consts: list,
+                 out_layouts: list, arg_devices: list, out_devices: list, plan: Plan, out_tree,
+                 device) -> None:
+        self.closed, self.program, self.module, self.consts = closed, program, module, consts
+        self.out_layouts, self.arg_devices, self.out_devices = out_layouts, arg_devices, \
+            out_devices
+        self.plan, self.out_tree, self.device = plan, out_tree, device
+
+    def compile(self) -> PartitionedProgram:
+        """Compile the module with IREE (cached like every module) and load it."""
+        devs = self.plan.devices
+        vmfb = rcompile.compile_mlir(self.module.text, multi_device_compile_flags(devs),
+                                     cache_text=self.module.text_without_locations)
+        executable = MultiDeviceExecutable(vmfb, self.module.function, devs, self.arg_devices,
+                                           self.program.out_avals, self.out_devices)
+        return PartitionedProgram(executable, self.consts, self.out_tree, self.out_layouts,
+                                  self.plan, self.module, self.device or devs[0])
+
+
+def compile_partitioned(closed: ClosedIR, out_tree, plan: Plan, device=None
+                        ) -> Optional[PartitionedProgram]:
+    """``lower_partitioned``, compiled (None where that gives None).
+    Example: ``compile_partitioned(closed, out_tree, plan_for(leaves)).run(leaves)``"""
+    lowered = lower_partitioned(closed, out_tree, plan, device)
+    return None if lowered is None else lowered.compile()
+
+
 
 
 def _materialized(value: Any) -> Any:

@@ -300,6 +300,12 @@ assert program.executable.devices == tuple(pyree.devices())
 text = program.lowered.text_without_locations
 assert all(f"#hal.device.promise<@device_{i}>" in text for i in range(n))
 assert text.count("flow.tensor.transfer") == 5 * n * (n - 1), text.count("flow.tensor.transfer")
+# ... which jit's lower shows, and whose Compiled runs it:
+lowered = step.lower(sharded, xs, ys)
+assert lowered.as_text() == text
+again, again_loss, _ = lowered.compile()(sharded, xs, ys)
+np.testing.assert_array_equal(np.asarray(again_loss), np.asarray(step(sharded, xs, ys)[1]))
+assert again_loss.sharding == replicated
 
 # A CNN step (a convolution's forward, input and weight gradients) likewise:
 cnn = pyree.jit(cnn_step)

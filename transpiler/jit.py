@@ -339,8 +339,7 @@ class JitFunction:
         with self._lock:
             if key not in self._cache:
                 closed, out_tree = self._trace(static, in_tree, avals)
-                self._cache[key] = _sharded_jit.compile_partitioned(closed, out_tree, leaves,
-                                                                    plan)
+                self._cache[key] = _sharded_jit.compile_partitioned(closed, out_tree, plan)
         return self._cache[key]
 
     def _compile(self, key: tuple, static: tuple, in_tree, avals: tuple,
@@ -368,7 +367,7 @@ class JitFunction:
         plan = _sharded_jit.plan_from_constraints(closed.ir, device, len(closed.in_avals))
         if plan is None:
             return None
-        return _sharded_jit.compile_partitioned(closed, out_tree, None, plan, device)
+        return _sharded_jit.compile_partitioned(closed, out_tree, plan, device)
 
     def _trace(self, static: tuple, in_tree, avals: Sequence[ShapedArray]):
         out_tree_box = []
@@ -412,9 +411,23 @@ class JitFunction:
         """
         static, in_tree, avals = self._abstract_signature(args, kwargs)
         closed, out_tree = self._trace(static, in_tree, avals)
+        partitioned = self._lower_partitioned(args, kwargs, closed, out_tree)
+        if partitioned is not None:
+            return _PartitionedLowered(partitioned, self, (static, in_tree, avals))
         device = self._device or default_device()
         return Lowered(closed, out_tree, lower_closed_ir(closed, platform=device.platform), self,
                        (static, in_tree, avals), device)
+
+    def _lower_partitioned(self, args: tuple, kwargs: dict, closed: ClosedIR, out_tree):
+        """The multi-device lowering of arguments placed by NamedShardings a call would
+        follow (stdlib/_sharded_jit.py), or None."""
+        _, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        leaves, _ = _flatten_arguments(dyn_args, dyn_kwargs)
+        if self._device is not None or not any(type(leaf) is ShardedArray for leaf in leaves):
+            return None
+        from pyree import _sharded_jit
+        plan = _sharded_jit.plan_for(leaves)
+        return None if plan is None else _sharded_jit.lower_partitioned(closed, out_tree, plan)
 
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         """The shapes and dtypes of the results, without compiling or running anything."""
@@ -536,6 +549,20 @@ class Lowered:
     def compile(self) -> "Compiled":
         return Compiled(compile_closed_ir(self.ir, self.out_tree, self._device, self._module),
                         self._jitted, self._signature)
+
+
+class _PartitionedLowered(Lowered):
+    """A jitted function lowered for arguments placed by NamedShardings: ``as_text`` shows the
+    multi-device module (``#hal.device.promise`` placements, ``flow.tensor.transfer``s),
+    ``compile`` gives a ``Compiled`` that runs it."""
+
+    def __init__(self, partitioned, jitted: JitFunction, signature: tuple) -> None:
+        super().__init__(partitioned.closed, partitioned.out_tree, partitioned.module, jitted,
+                         signature, partitioned.plan.devices[0])
+        self._partitioned = partitioned
+
+    def compile(self) -> "Compiled":
+        return Compiled(self._partitioned.compile(), self._jitted, self._signature)
 
 
 class Compiled:
