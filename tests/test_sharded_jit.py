@@ -203,7 +203,8 @@ _W = np.ones((2, 3), np.float32)
                    jnp.argmax(x, 1)), [_X, _V], [0, None], [0, 0, 0, 0], 0, 1),
     # split along the columns, contracted by the product
     (lambda x, u: x @ u, [_X.T.copy(), np.ones(8, np.float32)], [1, None], [None], 1, 0),
-    # no partitioned form (x gathered once for all three): a slice of the split dimension, sorting along it, argmax over it
+    # no partitioned form (x gathered once for all three): a slice of the split dimension,
+    # sorting along it, argmax over it
     (lambda x, v: (x[1:], jnp.sort(x, 0), jnp.argmax(x, 0)), [_X, _V], [0, None],
      [None, None, None], 0, 1),
 ])
@@ -357,7 +358,8 @@ expected = dict(rowsum=((np.sin(host) * v).sum(1), rows), colmax=(host.max(0) + 
                 pad=(np.pad(host, ((0, 0), (1, 2))), rows),
                 cat=(np.concatenate([host, host], 1), rows),
                 argmax_rows=(np.argmax(host, 1), rows), tail=(host[1:], replicated),
-                sorted=(np.sort(host, 0), replicated), argmax_batch=(np.argmax(host, 0), replicated),
+                sorted=(np.sort(host, 0), replicated),
+                argmax_batch=(np.argmax(host, 0), replicated),
                 mean=(host.mean(), replicated), prod=(np.prod(host, 0), replicated),
                 any=((host > 1).any(0), replicated), all=((host > -3).all(0), replicated),
                 min=(host.min(), replicated),

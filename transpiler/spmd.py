@@ -129,9 +129,9 @@ def spmd_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]], axis: SpmdAxis)
 # count; where they do not, a derivative's backward loop pairs the devices' steps counted
 # from each one's end, as vmap's does, which is not the derivative of the lockstep loop.) A
 # while loop's derivative (``while_count``, ``counted_loop`` over each device's own range)
-# runs the same way. A ``scan`` (``lax.scan``, a ``fori_loop`` over Python ints) becomes such a loop over
-# a step counter, each device reading its rows of the scanned arrays and writing its per-step
-# outputs into its stacked ones (``dynamic_update_slice``). Workaround: unrolled steps whose
+# runs the same way. A ``scan`` (``lax.scan``, a ``fori_loop`` over Python ints) becomes such a
+# loop over a step counter, each device reading its rows of the scanned arrays and writing its
+# per-step outputs into its stacked ones (``dynamic_update_slice``). Workaround: unrolled steps whose
 # per-step outputs were stacked by ``concatenate`` (or a chain of ``dynamic_update_slice``)
 # made IREE 3.13 fail on the 2-device program when they came from a psum ("op affinity
 # #hal.device.affinity<@device_1> is not compatible with the partition affinity
