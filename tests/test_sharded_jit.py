@@ -187,34 +187,35 @@ _V = np.ones(3, np.float32)
 _W = np.ones((2, 3), np.float32)
 
 
-@pytest.mark.parametrize("f, args, layouts, expected, all_reduces, concatenations", [
+@pytest.mark.parametrize("f, args, layouts, expected, all_reduces, gathers, concatenations", [
     # elementwise with a replicated operand cut to blocks; a row reduction stays split
-    (lambda x, v: (jnp.sin(x) * v).sum(1), [_X, _X], [0, None], [0], 0, 0),
+    (lambda x, v: (jnp.sin(x) * v).sum(1), [_X, _X], [0, None], [0], 0, 0, 0),
     # a reduction over the split dimension: local reduction, then an all-reduce
-    (lambda x, v: x.max(0) + v, [_X, _V], [0, None], [None], 1, 0),
+    (lambda x, v: x.max(0) + v, [_X, _V], [0, None], [None], 1, 0, 0),
     # contracting the split dimension (a weight gradient); a free dimension of one side
-    (lambda x, w: (x.T @ x, x @ w.T), [_X, _W], [0, None], [None, 0], 1, 0),
+    (lambda x, w: (x.T @ x, x @ w.T), [_X, _W], [0, None], [None, 0], 1, 0, 0),
     # the split dimension moved by transpose, kept by reshape and broadcast_in_dim
     (lambda x, v: (x.T * 2, x.reshape(-1), x.reshape(8, 1, 3),
                    jnp.broadcast_to(x[:, None, :], (8, 2, 3))), [_X, _V], [0, None],
-     [1, 0, 0, 0], 0, 0),
-    # a whole slice, padding, a concatenation along another dimension, argmax of rows
+     [1, 0, 0, 0], 0, 0, 0),
+    # a whole slice, padding, a concatenation along another dimension (the user's own, one
+    # per device), argmax of rows
     (lambda x, v: (x[:, 1:], jnp.pad(x, ((0, 0), (1, 2))), jnp.concatenate([x, x], 1),
-                   jnp.argmax(x, 1)), [_X, _V], [0, None], [0, 0, 0, 0], 0, 1),
+                   jnp.argmax(x, 1)), [_X, _V], [0, None], [0, 0, 0, 0], 0, 0, 1),
     # split along the columns, contracted by the product
-    (lambda x, u: x @ u, [_X.T.copy(), np.ones(8, np.float32)], [1, None], [None], 1, 0),
+    (lambda x, u: x @ u, [_X.T.copy(), np.ones(8, np.float32)], [1, None], [None], 1, 0, 0),
     # no partitioned form (x gathered once for all three): a slice of the split dimension,
     # sorting along it, argmax over it
     (lambda x, v: (x[1:], jnp.sort(x, 0), jnp.argmax(x, 0)), [_X, _V], [0, None],
-     [None, None, None], 0, 1),
+     [None, None, None], 0, 1, 1),
 ])
-def test_rules_layouts(f, args, layouts, expected, all_reduces, concatenations):
-    """Layouts of the results, all-reduces (each device receiving the n - 1 others' partial
-    results) and concatenations (gathers, or the user's own) as the rules say, on 2 devices."""
+def test_rules_layouts(f, args, layouts, expected, all_reduces, gathers, concatenations):
+    """Layouts of the results, all-reduces and gathers (each device receiving the n - 1
+    others' values) and concatenations per device (gathers, or the user's own) as the rules
+    say, on 2 devices."""
     n = 2
     ir, out_layouts = _partitioned(f, args, layouts, n)
     assert out_layouts == expected
-    gathers = concatenations - (1 if expected == [0, 0, 0, 0] else 0)
     assert _count(ir, transfer_p) == (all_reduces + gathers) * n * (n - 1)
     assert _count(ir, P.concatenate_p) == concatenations * n
 
