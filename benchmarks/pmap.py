@@ -7,6 +7,9 @@
   gradients over the devices, and every device applies the same update. Parameters go in
   replicated (``in_axes=None``) and come out replicated (``out_axes=None``).
 * The same step as one jitted program on one device, for reference.
+* The same step jitted over a batch split by ``NamedSharding(mesh, P("batch"))`` (parameters
+  replicated with ``P()``): the computation follows the sharding (JAX's SPMD data
+  parallelism; pyree partitions the whole-array program, transpiler/partition.py).
 
 Both libraries get two CPU devices from their own option, set before either creates a device:
 ``PYREE_NUM_CPU_DEVICES=2`` and ``XLA_FLAGS=--xla_force_host_platform_device_count=2``. On a
@@ -26,7 +29,7 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ad import LEARNING_RATE, make_mlp_loss, mlp_inputs  # noqa: E402
+from ad import LEARNING_RATE, make_mlp_loss, make_mlp_step, mlp_inputs  # noqa: E402
 from run import compare, jax, run_alone  # noqa: E402  (jax: None if not installed)
 
 import pyree  # noqa: E402
@@ -82,10 +85,32 @@ def bench_pmap_step(rounds: int) -> dict:
     return compare(contestants, rounds)
 
 
+def bench_sharded_jit_step(rounds: int) -> dict:
+    params, x, labels = mlp_inputs()
+    contestants, results = {}, {}
+    for name, lib, nn, jnp, _ in _libraries():
+        mesh = lib.make_mesh((DEVICES,), ("batch",))
+        rows = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec("batch"))
+        replicated = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec())
+        args = (lib.device_put(params, replicated), lib.device_put(x, rows),
+                lib.device_put(labels, rows))
+        step = make_mlp_step(lib, nn, jnp)
+        contestants[name] = (lambda step=step, args=args, lib=lib:
+                             lib.block_until_ready(step(*args)))
+        results[name] = step(*args)
+    if "jax" in results:  # same step, same numbers
+        for got, want in zip(pyree.tree_util.tree_leaves(results["pyree"]),
+                             jax.tree_util.tree_leaves(results["jax"])):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-4, atol=2e-5)
+    return compare(contestants, rounds)
+
+
 def benchmarks(rounds: int) -> list:
     """(name, run, bar) rows in run.py's format."""
     return [(f"pmap MLP 784-512-10 SGD step, batch 128 over {DEVICES} CPU devices",
-             lambda: bench_pmap_step(rounds), 1.3)]
+             lambda: bench_pmap_step(rounds), 1.3),
+            (f"jit over NamedSharding, same step, {DEVICES} CPU devices",
+             lambda: bench_sharded_jit_step(rounds), 1.3)]
 
 
 if __name__ == "__main__":

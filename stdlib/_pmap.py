@@ -27,7 +27,7 @@ from pyree.transpiler.convert import converted
 from pyree.transpiler.lower import lower_closed_ir
 from pyree.transpiler.source import where
 from pyree.transpiler.ir import ShapedArray
-from pyree.transpiler.trace import Tracer, _state, canonicalize_array, trace_to_ir
+from pyree.transpiler.trace import Tracer, _state, canonicalize_array, get_aval, trace_to_ir
 
 from ._vmap import _axes_for_leaves, _check_axes, _leaf_names
 
@@ -111,10 +111,6 @@ class PmapFunction:
                                  f"{list(self._devices)}{where(None)}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _state.builders:
-            raise NotImplementedError(
-                f"pmap called inside jit, grad or vmap is not supported yet: call the pmapped "
-                f"function directly (it is compiled as one program){where(None)}")
         static = []
         for i in self._static:
             if not -len(args) <= i < len(args):
@@ -145,6 +141,8 @@ class PmapFunction:
         dims.extend([0] * len(tree_util.tree_leaves(kwargs)))   # (as JAX: keywords map axis 0)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
         names = _leaf_names(self._fun, dyn_args, kwargs)
+        if _state.builders:
+            return self._traced(static, per_arg, dyn_args, kwargs, leaves, dims, names)
         dims, size = self._mapped_size(leaves, dims, names)
         devs = self._devices_for(size)
         inputs, arrays = self._inputs(leaves, dims, devs)
@@ -155,6 +153,42 @@ class PmapFunction:
         if program is None:
             program = self._cache[key] = self._compile(tuple(static), in_tree, inputs, devs)
         return program.run(arrays)
+
+    def _traced(self, static: list, per_arg: list, dyn_args: tuple, kwargs: dict,
+                leaves: list, dims: list, names: list) -> Any:
+        """A pmap called while tracing (inside ``jit``, ``grad``, ``vmap``): a ``vmap`` over
+        the same axis with the same name -- the same values and derivatives (collectives are
+        batched computations along the axis) -- whose mapped inputs and outputs are
+        constrained (``with_sharding_constraint``) to be split over the pmap's devices along
+        the mapped axis. A ``jit`` around it then follows that placement, each device
+        computing its slice in one multi-device program (stdlib/_sharded_jit.py); elsewhere
+        (``grad`` or ``vmap`` outside any ``jit``) the constraints do nothing. The mapped
+        axis is checked against the device count, as a direct call checks it."""
+        from ._vmap import vmap
+        dims, size = _check_axes(leaves, dims, names, self._axis_size, "pmap")
+        devs = self._devices_for(size)
+
+        def with_static(*dyn, **kw):
+            args = list(dyn)
+            for i, value in static:
+                args.insert(i, value)
+            return converted(self._fun)(*args, **kw)
+
+        mapped = vmap(with_static, in_axes=tuple(per_arg), out_axes=self._out_axes,
+                      axis_name=self._axis_name, axis_size=size)
+        if size == 1:
+            return mapped(*dyn_args, **kwargs)
+        # The mapped axes placed over the pmap's devices: a jit around it follows them
+        # (transpiler/partition.py), each device computing its slice.
+        place = _mapped_axis_placer(devs, self._axis_name)
+        dyn_args, kwargs = tree_util.tree_unflatten(tree_util.tree_structure((dyn_args, kwargs)), [
+            place(leaf, d) for leaf, d in zip(leaves, dims)])
+        out = mapped(*dyn_args, **kwargs)
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_dims = _axes_for_leaves(self._out_axes, out, "out_axes")
+        return tree_util.tree_unflatten(out_tree, [place(leaf, d % (get_aval(leaf).ndim or 1)
+                                                         if d is not None else None)
+                                                   for leaf, d in zip(out_leaves, out_dims)])
 
     # -- checking the arguments ----------------------------------------------------------------
     def _mapped_size(self, leaves: list, dims: list, names: list) -> tuple[list, int]:
@@ -306,6 +340,20 @@ class PmapFunction:
         return f"<pyree.pmap of {getattr(self._fun, '__qualname__', self._fun)!r}>"
 
 
+def _mapped_axis_placer(devs: tuple, axis_name: Optional[Hashable]) -> Callable:
+    """``place(x, d)``: ``x`` constrained to be split along dimension ``d`` over ``devs``
+    (a mesh of one axis named like the pmap's), or ``x`` itself when ``d`` is None."""
+    from .sharding import Mesh, NamedSharding, PartitionSpec, with_sharding_constraint
+    name = axis_name if isinstance(axis_name, str) else "pmap"
+    mesh = Mesh(np.array(devs, dtype=object), (name,))
+
+    def place(x: Any, d: Optional[int]) -> Any:
+        if d is None or not isinstance(x, Tracer):
+            return x
+        return with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(*[None] * d, name)))
+    return place
+
+
 _assemblers: dict[tuple, MultiDeviceExecutable] = {}
 
 
@@ -348,13 +396,21 @@ def pmap(fun: Optional[Callable] = None, axis_name: Optional[Hashable] = None, *
 
     Collectives over ``axis_name`` combine the devices' values: ``lax.psum``, ``pmean``,
     ``pmax``, ``pmin``, ``axis_index``, ``all_gather``, ``ppermute``, ``psum_scatter``,
-    ``all_to_all`` (not yet inside loops or conditionals); ``grad`` inside ``fun``
+    ``all_to_all``, also inside ``lax.cond``/``switch`` (every branch computed on every
+    device, each selecting its own), ``scan``s, ``fori_loop``s and ``while_loop``s (one loop
+    over all devices, going on while any device's condition holds, a device whose condition
+    no longer holds keeping its values, as under ``vmap``);
+    ``grad`` inside ``fun``
     differentiates through them. The whole is one IREE multi-device program (not one
     call per device). ``devices`` defaults to the first devices of the default platform (CPU
     devices: ``PYREE_NUM_CPU_DEVICES``); ``in_axes`` / ``out_axes`` as in ``vmap``;
     ``static_broadcasted_argnums`` are passed to ``fun`` as Python values, the same on every
     device. Results are ``ShardedArray``s: ``.sharding``, ``.addressable_shards`` and
-    ``.devices()`` say where each piece lives; ``np.asarray`` gives the whole.
+    ``.devices()`` say where each piece lives; ``np.asarray`` gives the whole. Called while
+    tracing (inside ``jit``, ``grad`` or ``vmap``), a pmap is a ``vmap`` over the same axis
+    whose mapped axes are placed over the devices: inside ``jit`` each device computes its
+    slice (one multi-device program, results split as ``NamedSharding``s); the values and
+    derivatives are the same.
 
     Example::
 

@@ -9,10 +9,15 @@ the spec does not name.
     [s.index for s in x.addressable_shards]    # [(slice(0, 4), slice(None)), (slice(4, 8), ...)]
     jnp.ones(3).sharding                       # SingleDeviceSharding(device=CpuDevice(id=0))
 
-What is not done yet: computations on such arrays (eager ops and ``jit``) compute on the whole
-array, which a NamedSharding-placed array also keeps on its mesh's first device, and return
-ordinary single-device arrays; a ``jit`` that follows the sharding (each device computing its
-block) is the next step.
+``jit`` follows the sharding when its arguments are split along one mesh axis (each device
+computes on its block, reductions over the split dimension are combined across the devices,
+results come back split or replicated, as NamedSharding arrays; stdlib/_sharded_jit.py and
+transpiler/partition.py). What is not done yet: arguments split along two mesh axes at once
+(or on two meshes), and eager ops on sharded arrays, compute on the whole array, which a
+NamedSharding-placed array also keeps on its mesh's first device, and return ordinary
+single-device arrays. ``with_sharding_constraint`` places values inside a ``jit`` whose
+arguments are split over its mesh, or whose constraints all name one mesh with one axis of
+several devices.
 """
 from __future__ import annotations
 
@@ -366,10 +371,14 @@ def put_sharded(x: Any, sharding: NamedSharding, weak_type: bool = False) -> Sha
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """Ask that ``x`` (a pytree of arrays) be placed by ``shardings`` (one sharding, or a
     pytree of them matching ``x``), as ``jax.lax.with_sharding_constraint``. Outside ``jit``
-    this is ``device_put(x, shardings)``. Inside ``jit`` the program runs on one device for
-    now (a jit that follows the shardings is not done yet), so the values pass unchanged; the
-    shapes are still checked against the shardings, so that a program that would not shard
-    fails here too.
+    this is ``device_put(x, shardings)``. Inside a ``jit`` whose arguments are split over a
+    mesh axis (the computation follows them, transpiler/partition.py), or none of whose
+    arguments is split but whose constraints all name one mesh of one axis of several
+    devices, a NamedSharding on that mesh places the value: cut into blocks along the
+    dimension it names (or gathered whole on every device if it names none) from there on.
+    Elsewhere (another mesh, outside ``jit``'s tracing) the values pass unchanged; their
+    shapes are checked against the shardings in every case, so that a program that would
+    not shard fails here too.
 
     Example::
 
@@ -391,7 +400,11 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         is_none = lambda v: v is None   # (None: no constraint on that leaf)
         places = tree_util.tree_leaves(tree_util.tree_broadcast(shardings, x, is_leaf=is_none),
                                        is_leaf=is_none)
+    from pyree.transpiler.partition import sharding_constraint_p
+    constrained = []
     for leaf, sharding in zip(leaves, places):
         if isinstance(sharding, NamedSharding):
             sharding.check_shape(get_aval(leaf).shape)
-    return x
+            leaf = sharding_constraint_p.bind(leaf, sharding=sharding)
+        constrained.append(leaf)
+    return tree_util.tree_unflatten(tree_util.tree_structure(x), constrained)

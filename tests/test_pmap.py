@@ -301,6 +301,17 @@ whole = pyree.jit(lambda w, a, b: w - 0.1 * pyree.grad(loss)(w, a, b))(
 check(w1, np.broadcast_to(np.asarray(whole), (n, 4)))
 check(value, np.full(n, np.asarray(loss(w0, X.reshape(-1, 4), Y.reshape(-1)))))
 assert all((np.asarray(w1)[i] == np.asarray(w1)[0]).all() for i in range(n))
+# ... the same step inside jit (one multi-device program), and three of them in a fori_loop
+# there, against the single-device steps on the whole batch
+replicated_step = pyree.pmap(step, "i", in_axes=(None, 0, 0), out_axes=None)
+check(pyree.jit(lambda w, a, b: replicated_step(w, a, b)[0])(w0, X, Y), np.asarray(whole))
+looped = pyree.jit(lambda w, a, b: lax.fori_loop(0, 3, lambda k, w: replicated_step(w, a, b)[0],
+                                                 w))(w0, X, Y)
+want = w0
+for _ in range(3):
+    want = pyree.jit(lambda w, a, b: w - 0.1 * pyree.grad(loss)(w, a, b))(
+        want, X.reshape(-1, 4), Y.reshape(-1))
+check(looped, np.asarray(want))
 # the gradient through psum (its transpose is psum): n on every device
 check(pyree.pmap(pyree.grad(lambda v: lax.psum(v, "i").sum()), "i")(x), np.full(x.shape, n))
 # a product the single-device lowering marks for data tiling (IREE 3.13 failed to compile
@@ -343,12 +354,131 @@ except NameError as e:
     assert "unbound axis name: 'k'" in str(e) and "test_pmap_script" in str(e), e
 else:
     raise AssertionError("an unbound axis name must fail")
+
+# -- pmap inside jit and grad (a vmap of the same axis whose mapped axes are placed over
+# the devices: a jit around it follows them), against NumPy and central differences
+normalize = pyree.pmap(lambda v: v / lax.psum(v * v, "i"), axis_name="i")
+jitted = pyree.jit(lambda v: normalize(v) * 2)
+inside = jitted(x)
+check(inside, x / (x * x).sum(0) * 2)
+assert inside.sharding.spec == pyree.sharding.P("i", None) and inside.devices() == set(devs)
+from pyree._sharded_jit import PartitionedProgram
+assert any(isinstance(p, PartitionedProgram) for p in jitted._cache.values())
+scaled = pyree.pmap(lambda w, v, k: lax.pmean(w * v, "i") * k, "i", in_axes=(None, 0, None),
+                    static_broadcasted_argnums=2)
+check(pyree.jit(lambda w, v: scaled(w, v, 3))(np.float32(2.0), x),
+      np.broadcast_to((2 * x).mean(0) * 3, x.shape))
+F = lambda v: (v / (v * v).sum(0)).sum()
+x64 = x.astype(np.float64)
+numeric = np.zeros_like(x64)
+for idx in np.ndindex(x.shape):
+    e = np.zeros_like(x64)
+    e[idx] = 1e-3
+    numeric[idx] = (F(x64 + e) - F(x64 - e)) / 2e-3
+np.testing.assert_allclose(np.asarray(pyree.grad(lambda v: normalize(v).sum())(x)), numeric,
+                           rtol=2e-3, atol=1e-4)
+np.testing.assert_allclose(np.asarray(pyree.jit(pyree.grad(lambda v: normalize(v).sum()))(x)),
+                           numeric, rtol=2e-3, atol=1e-4)
 try:
-    pyree.jit(lambda v: pyree.pmap(lambda u: u * 2)(v))(x)
-except NotImplementedError as e:
-    assert "inside jit" in str(e), e
+    pyree.jit(lambda v: normalize(v))(np.ones((n + 1, 3), np.float32))
+except ValueError as e:
+    assert "one entry per device" in str(e) and "test_pmap_script" in str(e), e
 else:
-    raise AssertionError("pmap inside jit is not supported yet and must say so")
+    raise AssertionError("a mapped axis unlike the device count must fail inside jit too")
+
+# -- collectives inside lax.cond (every branch on every device, each device selecting its
+# own), fori_loops over Python ints and scans (one loop over every device), against NumPy
+sums, maxes = x.sum(0), x.max(0)
+both = pyree.pmap(lambda v: lax.cond(v.sum() > 0, lambda u: lax.psum(u, "i") * 2,
+                                     lambda u: lax.pmax(u, "i") - 1, v), "i")(x)
+check(both, np.where((x.sum(1) > 0)[:, None], sums * 2, maxes - 1))
+picked = pyree.pmap(lambda v: lax.switch(lax.axis_index("i") % 3, [
+    lambda u: lax.psum(u, "i"), lambda u: lax.pmin(u, "i"), lambda u: u * 0 + 7], v), "i")(x)
+check(picked, np.stack([[sums, x.min(0), np.full(3, 7.0)][i % 3] for i in range(n)]))
+looped = pyree.pmap(lambda v: lax.fori_loop(0, 3, lambda k, a: a + lax.pmean(a * k, "i"), v),
+                    "i")(x)
+want = x.copy()
+for k in range(3):
+    want = want + (want * k).mean(0)
+check(looped, want)
+carried = pyree.pmap(lambda v: lax.scan(lambda c, r: (c + lax.psum(r * c, "i"), None),
+                                        v[0], v)[0], "i")(x)
+want = x[:, 0].copy()
+for t in range(3):
+    want = want + (x[:, t] * want).sum()
+check(carried, want)
+# while_loops: one loop over every device's values, going on while any device's condition
+# holds; a device whose condition no longer holds keeps its values (which the others'
+# psums go on seeing). The trip count the same on every device, then one per device:
+grown = pyree.pmap(lambda v: lax.while_loop(lambda a: lax.psum(a * a, "i").sum() < 1e4,
+                                            lambda a: a * 2 + lax.pmean(a, "i"), v), "i")(x)
+want = x.astype(np.float64)
+while (want * want).sum() < 1e4:
+    want = want * 2 + want.mean(0)
+check(grown, want)
+counts, totals = pyree.pmap(lambda v: lax.while_loop(
+    lambda c: c[0] < 3 + lax.axis_index("i"),
+    lambda c: (c[0] + 1, c[1] + 0.5 * lax.psum(c[1], "i")), (0, v)), "i")(x)
+want_counts, want = np.zeros(n, int), x.astype(np.float64)
+while (want_counts < 3 + np.arange(n)).any():
+    going = want_counts < 3 + np.arange(n)
+    want = np.where(going[:, None], want + 0.5 * want.sum(0), want)
+    want_counts += going
+np.testing.assert_array_equal(np.asarray(counts), want_counts)
+check(totals, want)
+traced_bounds = pyree.pmap(lambda v, k: lax.fori_loop(0, k, lambda j, a: a + lax.pmax(a, "i"), v),
+                           "i")(x, np.arange(n, dtype=np.int32) + 1)
+want = x.astype(np.float64)
+for step in range(n):   # device i runs i + 1 steps
+    want = np.where((step < np.arange(n) + 1)[:, None], want + want.max(0), want)
+check(traced_bounds, want)
+# Scans with per-step outputs, forward and reversed, and a long fori_loop over Python ints:
+for reverse in (False, True):
+    final, ys = pyree.pmap(lambda v: lax.scan(
+        lambda c, r: (c + lax.psum(r * c, "i"), lax.pmax(r, "i") + c), v[0], v,
+        reverse=reverse), "i")(x)
+    want_c, want_ys = x[:, 0].astype(np.float64), np.zeros((n, 3))
+    for t in (reversed(range(3)) if reverse else range(3)):
+        want_ys[:, t] = x[:, t].max() + want_c
+        want_c = want_c + (x[:, t] * want_c).sum()
+    check(final, want_c)
+    check(ys, want_ys)
+# Gradients through loops holding collectives (scan's transpose; a while loop's derivative:
+# while_count and counted loops), against central differences of a NumPy model of the
+# loops: each device gets the derivative of the sum over devices.
+def lockstep(X, trips):
+    counts, vals = np.zeros(len(X), int), X.copy()
+    while (counts < trips).any():
+        going = counts < trips
+        vals = np.where(going[:, None], vals * 0.5 + 0.1 * (vals * vals).sum(0), vals)
+        counts += going
+    return vals.sum()
+
+
+def central_differences(F, X):
+    out = np.zeros_like(X)
+    for idx in np.ndindex(X.shape):
+        e = np.zeros_like(X)
+        e[idx] = 1e-5
+        out[idx] = (F(X + e) - F(X - e)) / 2e-5
+    return out
+
+
+fixed = lambda v: jnp.sum(lax.fori_loop(0, 3, lambda k, a: a * 0.5 + 0.1 * lax.psum(a * a, "i"),
+                                        v))
+# (A while loop's trip count the same on every device, as JAX requires: with different
+# counts, the derivative's backward steps pair the devices' steps as vmap's do.)
+counted = lambda v: jnp.sum(lax.while_loop(lambda c: lax.psum(c[0], "i") < 3 * n, lambda c: (
+    c[0] + 1, c[1] * 0.5 + 0.1 * lax.psum(c[1] * c[1], "i")), (0, v))[1])
+for f, trips in [(fixed, np.full(n, 3)), (counted, np.full(n, 3))]:
+    np.testing.assert_allclose(np.asarray(pyree.pmap(pyree.grad(f), "i")(x)), central_differences(
+        lambda X: lockstep(X, trips), x.astype(np.float64)), rtol=1e-3, atol=1e-4)
+long = pyree.pmap(lambda v: lax.fori_loop(0, 300, lambda k, a: a * 0.99 + lax.pmean(a, "i")
+                                          * 0.01, v), "i")(x)
+want = x.astype(np.float64)
+for k in range(300):
+    want = want * 0.99 + want.mean(0) * 0.01
+check(long, want)
 print("ok")
 """
 

@@ -5,8 +5,8 @@ The device count is fixed when pyree creates its devices, so the checks on sever
 in subprocesses started with PYREE_NUM_CPU_DEVICES=2 and 4 (as tests/test_pmap.py does); the
 checks one device allows run in this process. Values are checked against NumPy: each shard's
 data against the block of the NumPy array its index names, and computations on sharded arrays
-(eager and jitted, which for now compute on the whole array on the mesh's first device)
-against the same computation in NumPy.
+(eager, on the whole array on the mesh's first device, and jitted, following the sharding:
+tests/test_sharded_jit.py) against the same computation in NumPy.
 """
 import os
 import subprocess

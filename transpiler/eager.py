@@ -224,7 +224,7 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
     if primitive.name in STATIC_SHAPE_PRIMITIVES or (
             static_when is not None and static_when(avals_in, params)):
         return _apply_static(primitive, arrays, avals_out, params)
-    if primitive.name == "stop_gradient":
+    if primitive.name in ("stop_gradient", "sharding_constraint"):
         return [arrays[0]]
     if primitive is P.reshape_p:
         return [view(arrays[0], avals_out[0])]

@@ -17,7 +17,7 @@ import numpy as np
 
 from pyree import dtypes, tree_util
 from pyree.runtime import compile as rcompile
-from pyree.runtime.array import Array, device_put_numpy
+from pyree.runtime.array import Array, ShardedArray, device_put_numpy
 from pyree.runtime.aval import interned
 from pyree.runtime import device as device_module
 from pyree.runtime.device import Device, default_device
@@ -303,6 +303,10 @@ class JitFunction:
                     return compiled.run(list(args))
         static, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = _flatten_arguments(dyn_args, dyn_kwargs)
+        if self._device is None and any(type(leaf) is ShardedArray for leaf in leaves):
+            program = self._partitioned(static, in_tree, leaves)
+            if program is not None:
+                return program.run(leaves)
         device = self._device_for(leaves)
         arrays, avals = self._leaves_to_arrays(leaves, device)
         key = (static, in_tree, avals, device, _trace_options)
@@ -316,15 +320,54 @@ class JitFunction:
                                             if compiled.direct else None, compiled)
         return compiled.run(arrays)
 
+    def _partitioned(self, static: tuple, in_tree, leaves: list):
+        """The multi-device program of a call whose arguments are placed by NamedShardings
+        the computation can follow (stdlib/_sharded_jit.py), or None: then the call computes
+        on the whole arrays on one device."""
+        if nan_check.enabled:   # (debug_nans checks single-device programs)
+            return None
+        from pyree import _sharded_jit
+        plan = _sharded_jit.plan_for(leaves)
+        if plan is None:
+            return None
+        avals = tuple(_leaf_aval(leaf) for leaf in leaves)
+        key = ("partitioned", static, in_tree, avals, plan.key(), _trace_options)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        with self._lock:
+            if key not in self._cache:
+                closed, out_tree = self._trace(static, in_tree, avals)
+                self._cache[key] = _sharded_jit.compile_partitioned(closed, out_tree, plan)
+        return self._cache[key]
+
     def _compile(self, key: tuple, static: tuple, in_tree, avals: tuple,
                  device: Device) -> _Compiled:
         with self._lock:
             compiled = self._cache.get(key)
             if compiled is None:
                 closed, out_tree = self._trace(static, in_tree, avals)
-                compiled = compile_closed_ir(closed, out_tree, device)
+                compiled = self._constrained(closed, out_tree, device)
+                if compiled is None:
+                    compiled = compile_closed_ir(closed, out_tree, device)
                 self._cache[key] = compiled
         return compiled
+
+    def _constrained(self, closed: ClosedIR, out_tree, device: Device):
+        """The multi-device program of a function whose arguments are not split but whose
+        values are placed by ``with_sharding_constraint`` over one mesh axis (a pmap inside
+        it does so), or None (stdlib/_sharded_jit.py)."""
+        if self._device is not None or nan_check.enabled:
+            return None
+        from .partition import has_sharding_constraints
+        if not has_sharding_constraints(closed.ir):
+            return None
+        from pyree import _sharded_jit
+        plan = _sharded_jit.plan_from_constraints(closed.ir, device, len(closed.in_avals))
+        if plan is None:
+            return None
+        return _sharded_jit.compile_partitioned(closed, out_tree, plan, device)
 
     def _trace(self, static: tuple, in_tree, avals: Sequence[ShapedArray]):
         out_tree_box = []
@@ -368,9 +411,23 @@ class JitFunction:
         """
         static, in_tree, avals = self._abstract_signature(args, kwargs)
         closed, out_tree = self._trace(static, in_tree, avals)
+        partitioned = self._lower_partitioned(args, kwargs, closed, out_tree)
+        if partitioned is not None:
+            return _PartitionedLowered(partitioned, self, (static, in_tree, avals))
         device = self._device or default_device()
         return Lowered(closed, out_tree, lower_closed_ir(closed, platform=device.platform), self,
                        (static, in_tree, avals), device)
+
+    def _lower_partitioned(self, args: tuple, kwargs: dict, closed: ClosedIR, out_tree):
+        """The multi-device lowering of arguments placed by NamedShardings a call would
+        follow (stdlib/_sharded_jit.py), or None."""
+        _, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        leaves, _ = _flatten_arguments(dyn_args, dyn_kwargs)
+        if self._device is not None or not any(type(leaf) is ShardedArray for leaf in leaves):
+            return None
+        from pyree import _sharded_jit
+        plan = _sharded_jit.plan_for(leaves)
+        return None if plan is None else _sharded_jit.lower_partitioned(closed, out_tree, plan)
 
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         """The shapes and dtypes of the results, without compiling or running anything."""
@@ -496,6 +553,20 @@ class Lowered:
     def compile(self) -> "Compiled":
         return Compiled(compile_closed_ir(self.ir, self.out_tree, self._device, self._module),
                         self._jitted, self._signature)
+
+
+class _PartitionedLowered(Lowered):
+    """A jitted function lowered for arguments placed by NamedShardings: ``as_text`` shows the
+    multi-device module (``#hal.device.promise`` placements, ``flow.tensor.transfer``s),
+    ``compile`` gives a ``Compiled`` that runs it."""
+
+    def __init__(self, partitioned, jitted: JitFunction, signature: tuple) -> None:
+        super().__init__(partitioned.closed, partitioned.out_tree, partitioned.module, jitted,
+                         signature, partitioned.plan.devices[0])
+        self._partitioned = partitioned
+
+    def compile(self) -> "Compiled":
+        return Compiled(self._partitioned.compile(), self._jitted, self._signature)
 
 
 class Compiled:
