@@ -260,7 +260,8 @@ def test_every_differentiable_primitive_is_exercised():
         seen |= _primitives_in(pyree.make_ir(fun)(*make_args(np.float32)))
     x, v = np.float32(0.7), f32(0.3, 0.7, 1.2)
     for fun, args in CONTROL_FLOW_PROGRAMS + [(f_custom_jvp, (x, x)), (f_custom_vjp, (x, x)),
-                                              (f_stop_gradient, (x,)), (f_print_assert, (v,))]:
+                                              (f_stop_gradient, (x,)), (f_print_assert, (v,)),
+                                              (f_sharding_constraint, (v,))]:
         seen |= _primitives_in(pyree.make_ir(fun)(*args))
     here = pathlib.Path(__file__).parent
     pmap_tests = (here / "test_pmap.py").read_text()
@@ -971,6 +972,20 @@ f_custom_vjp.defvjp(_f_custom_vjp_fwd, _f_custom_vjp_bwd)
 
 def f_stop_gradient(x):
     return x * lax.stop_gradient(x) + x ** 2
+
+
+def f_sharding_constraint(x):
+    from pyree.sharding import NamedSharding, PartitionSpec
+    placed = NamedSharding(pyree.make_mesh((1,), ("b",)), PartitionSpec("b"))
+    return jnp.sum(lax.with_sharding_constraint(jnp.sin(x), placed) ** 2)
+
+
+def test_sharding_constraint_is_the_identity_for_derivatives():
+    """On one device a sharding constraint is the identity; its JVP and transpose constrain
+    the tangents and cotangents alike (transpiler/partition.py)."""
+    v = f32(0.3, 0.7, 1.2)
+    check_grads(f_sharding_constraint, (v,), order=2, modes=("fwd", "rev"))
+    close(pyree.grad(f_sharding_constraint)(v), np.sin(2 * v.astype(np.float64)))
 
 
 @pyree.jit
