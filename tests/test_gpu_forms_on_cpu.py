@@ -56,7 +56,7 @@ def test_gpu_lowering_computes_a_strided_slice_apart():
     closed = pyree.make_ir(lambda x: x[i, 1:4])(x)
     cuda = lower_closed_ir(closed, platform="cuda").text_without_locations
     cpu = lower_closed_ir(closed, platform="cpu").text_without_locations
-    assert "optimization_barrier" in cuda and "optimization_barrier" not in cpu
+    assert "compute_barrier" in cuda and "barrier" not in cpu
     np.testing.assert_array_equal(np.asarray(pyree.jit(lambda x: x[i, 1:4])(x)), x[i, 1:4])
     np.testing.assert_array_equal(np.asarray(jnp.asarray(x)[i, 1:4]), x[i, 1:4])
 

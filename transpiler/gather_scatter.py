@@ -30,8 +30,8 @@ from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules, zer
 from .batching import batching_rules, broadcast_batched, moveaxis
 from .eager import STATIC_SHAPE_PRIMITIVES
 from .ir import ShapedArray
-from .lower import (_compare, _reduce, fresh_copy, hlo, i64_array, i64_attr, lowering_rules, mlir, op,
-                    scalar_like, tensor_type)
+from .lower import (_compare, _reduce, fresh_copy, fusion_barrier, hlo, i64_array, i64_attr,
+                    lowering_rules, mlir, op, scalar_like, tensor_type)
 from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval
 
 
@@ -377,13 +377,13 @@ def _apart_from_strided_slice(value):
     strides = mlir().DenseI64ArrayAttr(operation.attributes["strides"])
     if all(s == 1 for s in strides):
         return value
-    return op("stablehlo.optimization_barrier", [value.type], [value]).result
+    return fusion_barrier(value)
 
 
 def _barrier_if_computed(value):
-    """``value`` behind an optimization barrier unless it is a block argument."""
+    """``value`` behind a fusion barrier unless it is a block argument."""
     if isinstance(value, mlir().OpResult):
-        return op("stablehlo.optimization_barrier", [value.type], [value]).result
+        return fusion_barrier(value)
     return value
 
 

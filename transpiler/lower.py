@@ -143,6 +143,36 @@ def scalar_like(value: Any, dtype: np.dtype):
     return constant(value, ShapedArray((), dtype))
 
 
+def fusion_barrier(value):
+    """``value``, computed in a dispatch of its own: IREE fuses neither its producer nor its
+    consumers with the other across it.
+
+    ``iree_tensor_ext.compute_barrier.start``, not ``stablehlo.optimization_barrier``: IREE 3.13
+    keeps an optimization barrier on the host and waits there for its operand
+    (``stream.timepoint.await``, a ``hal.fence.await`` in the VM code), so each one inside a
+    program made the call block until the work before it finished: a DP-SGD step (21 convolutions, channels-last barriers) returned only when done,
+    dispatching 5 calls took 1.66 s where JAX queues them in 0.7 ms. The compute barrier stays
+    on the device (no wait in the VM code) and keeps the dispatches apart the same way (the
+    convolution module: 11 dispatches with either, 9 with none). Barriers that hide values
+    from folding or tie several values together stay optimization barriers. So do barriers on
+    unsigned integers: IREE's input conversion turns them signless and leaves a compute
+    barrier on them illegal ("failed to legalize operation 'iree_tensor_ext.compute_barrier.
+    start'", a sort's ui8 key words). And it is only used in a function's top-level block of a single-device module: inside loop and branch
+    regions IREE 3.13 failed to compile it ("'stream.yield' op used resource not listed in
+    explicit captures", matrix_rank's SVD loop), and in multi-device modules too ("op affinity
+    ... is not compatible with the partition affinity", a pmap gradient over 4 devices). The
+    sorts' barriers (sorting.py) stay optimization barriers: with compute barriers a program
+    of several matrix_rank calls failed the same 'stream.yield' way."""
+    ir = mlir()
+    element = ir.RankedTensorType(value.type).element_type
+    owner = ir.InsertionPoint.current.block.owner
+    region = getattr(getattr(owner, "operation", owner), "name", "func.func")
+    if ((isinstance(element, ir.IntegerType) and element.is_unsigned) or _multi_device.get()
+            or region != "func.func"):
+        return op("stablehlo.optimization_barrier", [value.type], [value]).result
+    return op("iree_tensor_ext.compute_barrier.start", [value.type], [value]).result
+
+
 def opaque_true(tag: int):
     """A one-element boolean vector, true, that IREE can neither fold nor prove true (an
     optimization barrier hides a constant ``[tag]`` compared with itself); ``tag`` makes it an
@@ -336,6 +366,8 @@ LOWER_AS = os.environ.get("PYREE_LOWER_AS") or None
 # The platform the module is compiled for, whatever LOWER_AS says: what may appear in the
 # module only for that platform's compiler (CUDA kernels, cuda_gemm.py) reads it.
 _device_platform = contextvars.ContextVar("pyree_device_platform", default="cpu")
+# Whether the module being lowered spans several devices (lower_closed_ir's affinities).
+_multi_device = contextvars.ContextVar("pyree_multi_device", default=False)
 
 
 @contextlib.contextmanager
@@ -467,7 +499,7 @@ class _FanIn:
         for atom, tree in zip(operands, trees):
             value = env[atom]
             if len(tree) > 1 and value.type.has_static_shape:
-                barrier = op("stablehlo.optimization_barrier", [value.type], [value]).result
+                barrier = fusion_barrier(value)
                 env[atom] = barrier
                 self.reads[barrier] = frozenset((barrier,))
 
@@ -521,8 +553,12 @@ def lower_closed_ir(closed: ClosedIR, function: str = "main", platform: str = "c
     argument and result is declared on device ``runtime.device.device_symbol(i)``
     (``iree.abi.affinity = #hal.device.promise<@device_i>``), and the IR moves values between
     devices with ``spmd.transfer_p``. Compile it with ``multi_device_compile_flags``."""
-    with _lowering_for(platform):
-        return _lower_closed_ir(closed, function, caller_storage, affinities)
+    multi_device = _multi_device.set(affinities is not None)
+    try:
+        with _lowering_for(platform):
+            return _lower_closed_ir(closed, function, caller_storage, affinities)
+    finally:
+        _multi_device.reset(multi_device)
 
 
 def _affinity_attributes(devices: Sequence[int]):
@@ -1573,7 +1609,7 @@ def _transpose_rule(ctx: RuleContext, x, *, permutation):
         # IREE 3.13 fuses a transpose of a data-tiled matmul's result into the matmul's
         # dispatch and then segfaults materializing the encodings (the gradient of a Cholesky
         # log-determinant, as in Gaussian process regression): a barrier keeps them apart.
-        x = op("stablehlo.optimization_barrier", [x.type], [x]).result
+        x = fusion_barrier(x)
     return hlo("transpose", ctx.out_type(), x, permutation=i64_array(permutation))
 
 
@@ -1669,7 +1705,7 @@ def _slice_rule(ctx: RuleContext, x, *, start_indices, limit_indices, strides):
     if (ctx.lowering.platform != "cpu" and GPU_SLICE_BARRIERS and ctx.avals_out[0].size
             and not is_contiguous_slice(ctx.avals_in[0].shape, start_indices, limit_indices,
                                         strides)):
-        out = op("stablehlo.optimization_barrier", [out.type], [out]).result
+        out = fusion_barrier(out)
     return out
 
 
@@ -1785,7 +1821,7 @@ def _concatenate_rule(ctx: RuleContext, *xs, dimension):
             shape[dimension] = sum(a.shape[dimension] for a in group_avals)
             aval = group_avals[0].update(shape=tuple(shape))
             value = _concatenate(ctx.type(aval), group, dimension)
-            joined.append(op("stablehlo.optimization_barrier", [value.type], [value]).result)
+            joined.append(fusion_barrier(value))
             joined_avals.append(aval)
         xs, avals = joined, joined_avals
     return _concatenate(ctx.out_type(), xs, dimension)
@@ -2165,7 +2201,7 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
         # submission, and the unbatched RNN of benchmarks/run.py ran ~15% slower). Kept on
         # GPUs, where it was never measured without. Only values computed here: a barrier on
         # an argument costs a copy (~20% of a batched matvec).
-        lhs, rhs = [op("stablehlo.optimization_barrier", [v.type], [v]).result
+        lhs, rhs = [fusion_barrier(v)
                     if isinstance(v, mlir().OpResult) else v for v in (lhs, rhs)]
     attributes = {"dot_dimension_numbers": attr}
     macs = out_aval.size * math.prod(lhs_aval.shape[d] for d in lc)
@@ -2183,7 +2219,7 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
             # with a of 2x3x4: the second batch came out a row off; 10 of 60 such products of
             # small random shapes were wrong). A barrier keeps the producer apart (one on the
             # reduction alone did not help); only there: it costs a pass over the operand.
-            lhs, rhs = [op("stablehlo.optimization_barrier", [v.type], [v]).result
+            lhs, rhs = [fusion_barrier(v)
                         if _broadcasts_computed(v) else v for v in (lhs, rhs)]
     else:
         row = _batched_matvec_row(ctx, lc, lb, rc, rb)

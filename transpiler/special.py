@@ -315,13 +315,12 @@ def _conj_lowering(ctx: RuleContext, x):
 
 
 def _complex_lowering(ctx: RuleContext, x, y):
-    from .lower import _from_data_tiled_product, broadcast_to_result, op
+    from .lower import _from_data_tiled_product, broadcast_to_result, fusion_barrier
     if not ctx.dynamic:
         # IREE 3.13 fails to compile a data-tiled product whose result a complex op reads in
         # the same dispatch ("'vector.transfer_read' op requires valid padding vector
         # elemental type"): a barrier keeps them apart.
-        x, y = [op("stablehlo.optimization_barrier", [v.type], [v]).result
-                if _from_data_tiled_product(v) else v for v in (x, y)]
+        x, y = [fusion_barrier(v) if _from_data_tiled_product(v) else v for v in (x, y)]
     x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, ctx.avals_out[0])
     return hlo("complex", ctx.out_type(), x, y)
 

@@ -29,7 +29,8 @@ from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules, ze
 from .batching import batching_rules
 from .ir import ShapedArray
 from .lower import (Lowering, RuleContext, _bf16_split_product, _concatenate_rule,
-                    _splits_float32, hlo, lowering_rules, mlir, op, scalar_like, tensor_type)
+                    _splits_float32, fusion_barrier, hlo, lowering_rules, mlir, op, scalar_like,
+                    tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
 
@@ -181,9 +182,8 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
             return implicit
     if ctx.lowering.platform == "cuda" and depthwise and not empty:
         # (behind a barrier: a widening fused into the convolution fails the same way)
-        lhs, rhs = (v if a.dtype == np.float32 else op(
-                    "stablehlo.optimization_barrier", [tensor_type(a.update(dtype=np.float32))],
-                    [hlo("convert", tensor_type(a.update(dtype=np.float32)), v)]).result
+        lhs, rhs = (v if a.dtype == np.float32 else fusion_barrier(
+                    hlo("convert", tensor_type(a.update(dtype=np.float32)), v))
                     for v, a in ((lhs, lhs_aval), (rhs, rhs_aval)))
         wide = _real_conv(lhs, rhs, lhs_aval.update(dtype=np.float32),
                           rhs_aval.update(dtype=np.float32),
@@ -218,8 +218,7 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     # A complex elementwise producer fused into the real/imag split fails to compile in IREE
     # 3.13 ("write affecting operations on global resources..." for conv(-x, w) on complex
     # x): a barrier keeps computed operands apart.
-    lhs, rhs = [op("stablehlo.optimization_barrier", [v.type], [v]).result
-                if isinstance(v, ir.OpResult) else v for v in (lhs, rhs)]
+    lhs, rhs = [fusion_barrier(v) if isinstance(v, ir.OpResult) else v for v in (lhs, rhs)]
     part = np.dtype(np.float32 if out_aval.dtype == np.complex64 else np.float64)
     lhs_part, rhs_part, out_part = (a.update(dtype=part) for a in (lhs_aval, rhs_aval, out_aval))
     a, b = (hlo(f, tensor_type(lhs_part), lhs) for f in ("real", "imag"))
@@ -432,7 +431,7 @@ def _channels_last_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray,
                                          (0, nd - 1) + tuple(range(1, nd - 1)))
     out = _real_conv(lhs, rhs, lhs_aval, rhs_aval, last, dimension_numbers=channels_last,
                      cpu=True, **params)
-    out = op("stablehlo.optimization_barrier", [out.type], [out]).result
+    out = fusion_barrier(out)
     return hlo("transpose", tensor_type(out_aval), out,
                permutation=mlir().DenseI64ArrayAttr.get([int(a) for a in np.argsort(out_perm)]))
 
