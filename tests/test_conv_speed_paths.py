@@ -175,8 +175,7 @@ def test_forms_in_the_lowered_module():
     nchw = _lowered(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"), x, w)
     # Computed channels-last, the result behind a barrier, then transposed back.
     assert "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]" in nchw
-    assert "compute_barrier" in nchw and "stablehlo.transpose" in nchw
-    assert "optimization_barrier" not in nchw   # (a host wait in IREE: lower.fusion_barrier)
+    assert "stablehlo.optimization_barrier" in nchw and "stablehlo.transpose" in nchw
     assert DATA_TILING_MARK not in nchw
     xh, wh = np.ones((2, 8, 8, 3), np.float32), np.ones((3, 3, 3, 4), np.float32)
     nhwc = _lowered(lambda x, w: lax.conv_general_dilated(

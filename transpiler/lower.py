@@ -147,22 +147,24 @@ def fusion_barrier(value):
     """``value``, computed in a dispatch of its own: IREE fuses neither its producer nor its
     consumers with the other across it.
 
-    ``iree_tensor_ext.compute_barrier.start``, not ``stablehlo.optimization_barrier``: IREE 3.13
-    keeps an optimization barrier on the host and waits there for its operand
-    (``stream.timepoint.await``, a ``hal.fence.await`` in the VM code), so each one inside a
-    program made the call block until the work before it finished: a DP-SGD step (21 convolutions, channels-last barriers) returned only when done,
-    dispatching 5 calls took 1.66 s where JAX queues them in 0.7 ms. The compute barrier stays
-    on the device (no wait in the VM code) and keeps the dispatches apart the same way (the
-    convolution module: 11 dispatches with either, 9 with none). Barriers that hide values
-    from folding or tie several values together stay optimization barriers. So do barriers on
-    unsigned integers: IREE's input conversion turns them signless and leaves a compute
-    barrier on them illegal ("failed to legalize operation 'iree_tensor_ext.compute_barrier.
-    start'", a sort's ui8 key words). And it is only used in a function's top-level block of a single-device module: inside loop and branch
-    regions IREE 3.13 failed to compile it ("'stream.yield' op used resource not listed in
-    explicit captures", matrix_rank's SVD loop), and in multi-device modules too ("op affinity
-    ... is not compatible with the partition affinity", a pmap gradient over 4 devices). The
-    sorts' barriers (sorting.py) stay optimization barriers: with compute barriers a program
-    of several matrix_rank calls failed the same 'stream.yield' way."""
+    ``iree_tensor_ext.compute_barrier.start``, not ``stablehlo.optimization_barrier``: IREE
+    3.13 keeps an optimization barrier on the host and waits there for its operand
+    (``stream.timepoint.await``; ``hal.fence.await`` in the VM code), so a call whose program
+    has one returns only once the work before it has finished, where pyree's calls otherwise
+    return at once (a vmapped convolution's module: 3 host waits with optimization barriers,
+    none with compute barriers; dispatching 5 calls of JAX's DP-SGD step took 1.66 s, JAX
+    queues them in 0.7 ms). The compute barrier stays on the device and keeps the dispatches
+    apart (11 in that module either way, 9 with no barrier).
+
+    Optimization barriers remain where a compute barrier failed or cost: on unsigned integers
+    (IREE's signless conversion leaves the compute barrier illegal: "failed to legalize
+    operation 'iree_tensor_ext.compute_barrier.start'"), inside loop and branch regions ("
+    'stream.yield' op used resource not listed in explicit captures", matrix_rank's SVD
+    loop), in multi-device modules ("op affinity ... is not compatible with the partition
+    affinity", a pmap gradient over 4 devices), in the sorts (sorting.py: a program of
+    several matrix_rank calls failed the 'stream.yield' way) and after channels-last
+    convolutions (windows.py: slower), and where a barrier hides a value from folding or
+    ties values together."""
     ir = mlir()
     element = ir.RankedTensorType(value.type).element_type
     owner = ir.InsertionPoint.current.block.owner
