@@ -396,6 +396,9 @@ class Lowering:
         used.update(a for a in ir.outs if isinstance(a, Var))
         unused_effect_results: list = []
         for eqn in ir.eqns:
+            if self.device_platform == "vulkan":
+                check_device_types([a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs],
+                                   eqn.loc)
             with _location(eqn):
                 rule = lowering_rules.get(eqn.primitive)
                 if rule is None:
@@ -475,6 +478,20 @@ class _FanIn:
                                        if not isinstance(a, Literal)))
             for value in outs:
                 self.reads[value] = tree
+
+
+def check_device_types(avals: Sequence[ShapedArray], loc) -> None:
+    """Raise a TypeError, naming the user's line ``loc``, when the Vulkan device being
+    lowered for cannot compute with one of ``avals``' element types (float64 on a device
+    without shaderFloat64, ...): IREE would fail to compile the module, or compute wrong values
+    (runtime/vulkan.py)."""
+    from pyree.runtime.device import vulkan_missing_feature
+    from .source import where
+    for dtype in {a.dtype for a in avals}:
+        missing = vulkan_missing_feature(dtype)
+        if missing is not None:
+            raise TypeError(f"{np.dtype(dtype).name} values cannot be computed on Vulkan here: "
+                            f"{missing}{where(loc)}")
 
 
 def _location(eqn: Eqn):
@@ -653,6 +670,8 @@ def lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
     ``static_minor``: tensors of rank 2 or more whose last dimension has this size keep it
     static (eager elementwise kernels on GPUs, see eager._apply_elementwise).
     """
+    if platform == "vulkan":
+        check_device_types(list(avals_in) + list(avals_out), None)
     minor = _static_minor.set(static_minor)
     try:
         with _lowering_for(platform):
