@@ -263,7 +263,12 @@ _auto_cuda_targets: dict[int, str] = {}
 
 def vulkan_device_info(ordinal: int = 0):
     """The Vulkan loader's description (``vulkan.VulkanDeviceInfo``) of the device IREE's
-    Vulkan driver opens as ``ordinal``, or None where the loader finds none."""
+    Vulkan driver opens as ``ordinal``, or None where the loader finds none.
+
+    Example::
+
+        vulkan_device_info().shader_float64   # True on lavapipe
+    """
     from . import vulkan
     if ordinal not in _vulkan_device_names:
         try:
@@ -281,7 +286,12 @@ def vulkan_target(ordinal: int = 0) -> str:
     """The IREE Vulkan target pyree compiles for: ``config.vulkan_target``
     (``PYREE_VULKAN_TARGET``) when set, else chosen from the device
     (``vulkan.vulkan_target_for``). A target IREE does not know is a ValueError here, before
-    any program is compiled for it."""
+    any program is compiled for it.
+
+    Example::
+
+        vulkan_target()   # "llvmpipe" on Mesa's lavapipe, "sm_80" on an H100
+    """
     from . import vulkan
     chosen = str(config.vulkan_target)
     if chosen != "auto":
@@ -323,7 +333,12 @@ def _check_vulkan_target(target: str) -> None:
 
 def vulkan_missing_feature(dtype, ordinal: int = 0) -> str | None:
     """Why values of ``dtype`` cannot be computed on Vulkan device ``ordinal`` with the
-    target pyree compiles for (a phrase naming the missing device feature), or None."""
+    target pyree compiles for (a phrase naming the missing device feature), or None.
+
+    Example::
+
+        vulkan_missing_feature(np.float64)   # None on lavapipe
+    """
     from . import vulkan
     return vulkan.missing_feature(dtype, vulkan_device_info(ordinal), vulkan_target(ordinal))
 

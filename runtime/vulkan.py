@@ -28,7 +28,13 @@ IREE_DEFAULT_VULKAN_TARGET = "vp_android_baseline_2022"
 @dataclasses.dataclass(frozen=True)
 class VulkanDeviceInfo:
     """A Vulkan physical device as its driver describes it. The boolean fields are Vulkan's
-    feature names (``shaderFloat64`` ...), true where the device has the feature."""
+    feature names (``shaderFloat64`` ...), true where the device has the feature.
+
+    Example::
+
+        info = device_info()
+        info.name, info.shader_float64     # ('llvmpipe (LLVM 15.0.6, 256 bits)', True)
+    """
     name: str
     vendor_id: int
     device_type: int            # VkPhysicalDeviceType: 1 integrated, 2 discrete, 4 CPU
@@ -162,7 +168,12 @@ _infos: dict[str, Optional[VulkanDeviceInfo]] = {}
 def device_info(iree_name: str = "") -> Optional[VulkanDeviceInfo]:
     """The Vulkan loader's description of the device IREE calls ``iree_name`` (IREE names a
     device "<deviceName> (<driver info>)"), or of the first device where no name is given or
-    none matches; None without a Vulkan loader or device. Read once per process."""
+    none matches; None without a Vulkan loader or device. Read once per process.
+
+    Example::
+
+        device_info("llvmpipe (LLVM 15.0.6, 256 bits) (llvmpipe Mesa 22.3.6 (LLVM 15.0.6))")
+    """
     with _info_lock:
         if iree_name not in _infos:
             found = query_vulkan_devices()

@@ -496,7 +496,12 @@ def check_device_types(primitive, avals: Sequence[ShapedArray], loc) -> None:
     lowered for cannot compute ``primitive`` on ``avals``: an element type the device lacks
     (float64 on a device without shaderFloat64, ...; runtime/vulkan.py), or a float64 or
     complex128 function IREE cannot compile for Vulkan (VULKAN_NO_FLOAT64,
-    VULKAN_NO_COMPLEX128). IREE would fail to compile the module, or compute wrong values."""
+    VULKAN_NO_COMPLEX128). IREE would fail to compile the module, or compute wrong values.
+
+    Example::
+
+        check_device_types(P.exp_p, [ShapedArray((3,), np.float64)] * 2, eqn.loc)  # raises
+    """
     from pyree.runtime.device import vulkan_missing_feature
     from .source import where
     dtypes = {np.dtype(a.dtype) for a in avals}
