@@ -13,7 +13,7 @@ import pyree
 import pyree.numpy as jnp
 from pyree import lax
 
-# Run again on Vulkan (.ci/run: PYREE_PLATFORM=vulkan pytest -m vulkan_subset).
+# Run again on Vulkan (.ci/run: PYREE_PLATFORM=vulkan pytest -n 0 -m vulkan_subset).
 pytestmark = pytest.mark.vulkan_subset
 
 debug = pyree.debug

@@ -15,7 +15,7 @@ from pyree.runtime.device import Device
 from pyree.runtime.vulkan import (IREE_DEFAULT_VULKAN_TARGET, VulkanDeviceInfo, missing_feature,
                                   query_vulkan_devices, vulkan_target_for)
 
-# Run again on Vulkan (.ci/run: PYREE_PLATFORM=vulkan pytest -m vulkan_subset).
+# Run again on Vulkan (.ci/run: PYREE_PLATFORM=vulkan pytest -n 0 -m vulkan_subset).
 pytestmark = pytest.mark.vulkan_subset
 
 _FEATURES = dict(api_version=(1, 3, 0), shader_float64=True, shader_int64=True,
@@ -224,3 +224,4 @@ def test_float64_exp_and_log_are_refused_on_vulkan(x64):
     t = np.linspace(0.1, 0.9, 5)
     np.testing.assert_allclose(np.asarray(jnp.sqrt(x) / jnp.arctan2(x, 0.5)),
                                np.sqrt(t) / np.arctan2(t, 0.5), rtol=1e-15)
+
