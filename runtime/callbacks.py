@@ -34,10 +34,13 @@ from .device import iree_runtime, put_on, read_buffer_view
 
 _handlers: dict[str, Callable[[list], None]] = {}
 _lock = threading.Lock()
-_sink = None
-# The HalDevice whose buffers the debug sink reads when the host cannot map them (a GPU's; the
-# sink's callback is not told which device a buffer is on, and pyree opens one GPU).
-_sink_device = None
+# HalDevice -> the debug sink of the HAL modules created for it. The sink's callback is not
+# told which device a traced buffer is on, so each device has its own sink, which reads
+# buffers the host cannot map (a GPU's) through that device. (One sink for the process,
+# reading through the last GPU opened, made a CPU program's traces fail once a Vulkan device
+# had opened in the same process: "buffer is not backed by the Vulkan HAL", the CPU buffers
+# being read through the Vulkan device, lavapipe.)
+_sinks: dict[Any, Any] = {}
 
 
 def register(key: str, handler: Callable[[list], None]) -> None:
@@ -99,12 +102,12 @@ def to_numpy(buffer_view, hal=None) -> np.ndarray:
     holding it, needed where the host cannot map its memory, as a GPU's)."""
     rt = iree_runtime()
     dtype = np.dtype(rt.HalElementType.map_to_dtype(buffer_view.element_type))
-    return read_buffer_view(buffer_view, tuple(buffer_view.shape), dtype, hal or _sink_device)
+    return read_buffer_view(buffer_view, tuple(buffer_view.shape), dtype, hal)
 
 
-def _dispatch(key: str, buffer_views: list) -> None:
+def _dispatch(key: str, buffer_views: list, hal=None) -> None:
     handler = _handlers.get(key)
-    arrays = [to_numpy(bv) for bv in buffer_views]
+    arrays = [to_numpy(bv, hal) for bv in buffer_views]
     if handler is None:
         print(f"[trace {key}]", *arrays, file=sys.stderr)
         return
@@ -116,18 +119,20 @@ def _dispatch(key: str, buffer_views: list) -> None:
         raise
 
 
-def debug_sink(hal=None, host_memory: bool = True):
-    """The process's one ``HalModuleDebugSink`` (given to every HAL module pyree creates).
-    ``hal`` is the device the module runs on; the sink reads buffers through the first one,
-    or a later one whose memory is not the host's (a GPU's)."""
-    global _sink, _sink_device
-    if hal is not None and (_sink_device is None or not host_memory):
-        _sink_device = hal
-    if _sink is None:
+def debug_sink(hal):
+    """The ``HalModuleDebugSink`` to give the HAL modules of device ``hal`` (for a module of
+    several devices, the first): it hands traced buffers to their handlers, reading them
+    through ``hal`` where the host cannot map them (a GPU's). One sink per device, made on
+    first use."""
+    sink = _sinks.get(hal)
+    if sink is None:
         with _lock:
-            if _sink is None:
-                _sink = iree_runtime().HalModuleDebugSink(_dispatch)
-    return _sink
+            sink = _sinks.get(hal)
+            if sink is None:
+                sink = iree_runtime().HalModuleDebugSink(
+                    lambda key, buffer_views: _dispatch(key, buffer_views, hal))
+                _sinks[hal] = sink
+    return sink
 
 
 # -- the host module -------------------------------------------------------------------------------
@@ -235,6 +240,8 @@ def _drop_host_modules() -> None:
 
 
 _device_module.exit_hooks.append(_drop_host_modules)
+# (The sinks hold their devices: dropped at exit with everything else IREE's, not after.)
+_device_module.exit_hooks.append(_sinks.clear)
 
 
 def check_result(value: Any, shape: Sequence[int], dtype: np.dtype, what: str,

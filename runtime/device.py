@@ -202,7 +202,12 @@ def _allocators(platform: str) -> list[str]:
     # allocations through the caching wrapper failed ("allocator cannot allocate a Vulkan
     # buffer with the given parameters; memory_type=DEVICE_LOCAL"), and every call with them;
     # without it calls run on Mesa's lavapipe (the same error was seen on NVIDIA's Vulkan
-    # driver, not yet rerun there).
+    # driver, not yet rerun there). The cause, in IREE's source: the Vulkan device's
+    # queue_alloca hands its device allocator to a function that casts it to IREE's Vulkan
+    # allocator unchecked; with the wrapper installed it reads the wrapper's fields as the
+    # Vulkan allocator's, finds no memory type, and the process then crashed at exit
+    # (segmentation fault after the failed call, lavapipe; the suite's worker that died).
+    # The wrapper's own allocate_buffer worked.
     return [] if platform == "vulkan" else ["caching"]
 
 
@@ -277,6 +282,88 @@ def cuda_target(ordinal: int = 0) -> str:
 
 
 _auto_cuda_targets: dict[int, str] = {}
+
+
+def vulkan_device_info(ordinal: int = 0):
+    """The Vulkan loader's description (``vulkan.VulkanDeviceInfo``) of the device IREE's
+    Vulkan driver opens as ``ordinal``, or None where the loader finds none.
+
+    Example::
+
+        vulkan_device_info().shader_float64   # True on lavapipe
+    """
+    from . import vulkan
+    if ordinal not in _vulkan_device_names:
+        try:
+            found = iree_runtime().get_driver("vulkan").query_available_devices()
+        except Exception:  # no Vulkan loader or driver
+            found = []
+        _vulkan_device_names[ordinal] = found[ordinal]["name"] if ordinal < len(found) else ""
+    return vulkan.device_info(_vulkan_device_names[ordinal])
+
+
+_vulkan_device_names: dict[int, str] = {}
+
+
+def vulkan_target(ordinal: int = 0) -> str:
+    """The IREE Vulkan target pyree compiles for: ``config.vulkan_target``
+    (``PYREE_VULKAN_TARGET``) when set, else chosen from the device
+    (``vulkan.vulkan_target_for``). A target IREE does not know is a ValueError here, before
+    any program is compiled for it.
+
+    Example::
+
+        vulkan_target()   # "llvmpipe" on Mesa's lavapipe, "sm_80" on an H100
+    """
+    from . import vulkan
+    chosen = str(config.vulkan_target)
+    if chosen != "auto":
+        _check_vulkan_target(chosen)
+        return chosen
+    target = _auto_vulkan_targets.get(ordinal)
+    if target is None:
+        info = vulkan_device_info(ordinal)
+        capability = (cuda_compute_capability(ordinal)
+                      if info is not None and info.vendor_id == vulkan.NVIDIA_VENDOR_ID else None)
+        target = _auto_vulkan_targets.setdefault(
+            ordinal, vulkan.vulkan_target_for(info, capability))
+    return target
+
+
+_auto_vulkan_targets: dict[int, str] = {}
+_known_vulkan_targets: set[str] = set()
+
+
+def _check_vulkan_target(target: str) -> None:
+    """Raise a ValueError unless IREE's compiler knows the Vulkan target ``target`` (checked
+    by compiling an empty function for it, once per name: IREE's table of targets has GPU
+    architectures, product names and profiles, too many to copy here)."""
+    if target in _known_vulkan_targets:
+        return
+    from iree.compiler import compile_str
+    try:
+        compile_str("func.func @f(%a: tensor<f32>) -> tensor<f32> { return %a : tensor<f32> }",
+                    extra_args=["--iree-hal-target-device=vulkan",
+                                f"--iree-vulkan-target={target}"])
+    except Exception as e:
+        detail = next((line.strip() for line in str(e).splitlines() if "error" in line), "")
+        raise ValueError(f"pyree.config.vulkan_target (PYREE_VULKAN_TARGET) is {target!r}, which "
+                         f"IREE's compiler does not know as a Vulkan target ({detail}); use "
+                         f"'auto' or one of IREE's names ('llvmpipe', 'sm_80', 'rdna3', "
+                         f"'valhall4', 'vp_android_baseline_2022', ...)") from None
+    _known_vulkan_targets.add(target)
+
+
+def vulkan_missing_feature(dtype, ordinal: int = 0) -> str | None:
+    """Why values of ``dtype`` cannot be computed on Vulkan device ``ordinal`` with the
+    target pyree compiles for (a phrase naming the missing device feature), or None.
+
+    Example::
+
+        vulkan_missing_feature(np.float64)   # None on lavapipe
+    """
+    from . import vulkan
+    return vulkan.missing_feature(dtype, vulkan_device_info(ordinal), vulkan_target(ordinal))
 
 
 class _CurrentCudaContext(threading.local):
@@ -396,11 +483,13 @@ class Device:
 
     @property
     def target_flags(self) -> tuple[str, ...]:
-        """IREE compiler flags that target this device (for CUDA, its architecture: part of
-        every compile-cache key)."""
+        """IREE compiler flags that target this device (for CUDA and Vulkan, its
+        architecture: part of every compile-cache key)."""
         flags = _PLATFORMS[self.platform][1]
         if self.platform == "cuda":
             flags += (f"--iree-cuda-target={cuda_target(self.id)}",)
+        elif self.platform == "vulkan":
+            flags += (f"--iree-vulkan-target={vulkan_target(self.id)}",)
         return flags
 
     @property
@@ -435,8 +524,7 @@ class Device:
                             f"{self.platform!r}: {e}") from None
                     from .callbacks import debug_sink
                     self._hal_modules[driver] = rt.create_hal_module(
-                        vm_instance(), hal, debug_sink=debug_sink(
-                            hal, host_memory=self.platform == "cpu"))
+                        vm_instance(), hal, debug_sink=debug_sink(hal))
                     # (After the HAL module: it registers the VM's buffer type, without
                     # which the repr of a buffer's reference crashed the process, H200.)
                     if self.platform == "cuda" and int(config.cuda_pool_keep_bytes) != 0:
@@ -526,7 +614,7 @@ def multi_device_hal_module(devices: Sequence[Device], driver: str):
         from .callbacks import debug_sink
         module = _multi_device_modules.setdefault(key, iree_runtime().create_hal_module(
             vm_instance(), devices=hals,
-            debug_sink=debug_sink(hals[0], host_memory=devices[0].platform == "cpu")))
+            debug_sink=debug_sink(hals[0])))
     return module
 
 

@@ -34,6 +34,9 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     # The CUDA architecture pyree compiles for ("sm_80", ...); "auto" reads the device's
     # compute capability when it opens and takes the best target IREE knows that runs there.
     "cuda_target": ("auto", "PYREE_CUDA_TARGET", str),
+    # IREE's Vulkan target (its --iree-vulkan-target: "llvmpipe", "sm_80", "rdna3", ...);
+    # "auto" picks it from the device the Vulkan loader describes (runtime/vulkan.py).
+    "vulkan_target": ("auto", "PYREE_VULKAN_TARGET", str),
     # Matrix products and float32 2-D convolutions on CUDA (sm_80 and newer) through pyree's
     # own kernels (transpiler/cuda_gemm.py); False leaves them all to IREE's code generator.
     "cuda_gemm_kernels": (True, "PYREE_CUDA_GEMM_KERNELS", None),

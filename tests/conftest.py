@@ -18,6 +18,21 @@ if not ON_CPU:
     pyree.config.update("default_matmul_precision", "highest")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The suite on a platform whose device is absent (PYREE_PLATFORM=vulkan on a machine
+    without a Vulkan driver, as CI's Vulkan run may meet): every test skips, saying why."""
+    if ON_CPU:
+        return
+    try:
+        pyree.devices(pyree.config.platform)
+    except RuntimeError as e:
+        skip = pytest.mark.skip(reason=f"PYREE_PLATFORM={pyree.config.platform}: no "
+                                       f"{pyree.config.platform} device on this machine "
+                                       f"({str(e).splitlines()[0][:160]})")
+        for item in items:
+            item.add_marker(skip)
+
+
 def cuda_ptx(mlir_text: str, out_dir) -> str:
     """The PTX IREE generates for a module's dispatches, compiled for pyree's CUDA device (not
     opened: compiling for it needs no GPU), its files written under ``out_dir``."""

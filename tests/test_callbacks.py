@@ -13,6 +13,9 @@ import pyree
 import pyree.numpy as jnp
 from pyree import lax
 
+# Run again on Vulkan (.ci/run: PYREE_PLATFORM=vulkan pytest -n 0 -m vulkan_subset).
+pytestmark = pytest.mark.vulkan_subset
+
 debug = pyree.debug
 SDS = pyree.ShapeDtypeStruct
 

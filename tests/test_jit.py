@@ -12,6 +12,9 @@ import pyree.numpy as jnp
 from pyree import lax
 from pyree.errors import TracerBoolConversionError, TracerIntegerConversionError
 
+# Run again on Vulkan (.ci/run: PYREE_PLATFORM=vulkan pytest -n 0 -m vulkan_subset).
+pytestmark = pytest.mark.vulkan_subset
+
 
 def this_line(offset: int = 0) -> int:
     """The caller's line number (+ offset), for asserting source positions in messages."""

@@ -160,6 +160,7 @@ def chained(x, t):
 
 @SETTINGS
 @given(vec5, small)
+@pytest.mark.vulkan_subset
 def test_if_elif_else_agrees_with_python(x, t):
     agree(branches, x, t)
 
@@ -267,6 +268,7 @@ def zipped(x, y):
 
 @SETTINGS
 @given(vec5, st.integers(-2, 6))
+@pytest.mark.vulkan_subset
 def test_while_with_traced_bound(x, n):
     agree(while_count, x, n)
 
@@ -286,6 +288,7 @@ steps = st.sampled_from([-3, -2, -1, 1, 2, 3])
 
 @SETTINGS
 @given(vec5, st.integers(0, 5), starts, stops, steps)
+@pytest.mark.vulkan_subset
 def test_for_range_with_traced_bounds_and_steps(x, n, start, stop, step):
     agree(range_forms, x, n, start, stop, step)
 
@@ -427,6 +430,7 @@ def nested_traced_loops(m, t, n):
 
 @SETTINGS
 @given(vec5, small)
+@pytest.mark.vulkan_subset
 def test_break_continue_and_else_clauses(x, t):
     agree(while_break_else, x, t)
     agree(for_break_else, x, t)
@@ -456,6 +460,7 @@ def test_nested_loops_with_break_continue_return(m, t):
 
 @SETTINGS
 @given(mat43, st.integers(0, 4), st.integers(0, 4))
+@pytest.mark.vulkan_subset
 def test_nested_traced_loops(m, t, n):
     agree(nested_traced_loops, m, t, n)
 
@@ -550,6 +555,7 @@ def test_subscript_assignment_2d_slices_nested(m, i, j, v):
 
 @SETTINGS
 @given(vec5, small, st.integers(0, 4), mat43, st.integers(0, 4))
+@pytest.mark.vulkan_subset
 def test_subscript_assignment_in_loops_and_branches(x, t, n, m, k):
     agree(updates_in_control_flow, x, t, n)
     agree(nested_updates_in_loop, m, k)
@@ -1352,6 +1358,7 @@ def np_scans(init, xs):
 
 @SETTINGS
 @given(st.booleans(), vec5, vec5)
+@pytest.mark.vulkan_subset
 def test_lax_cond(p, x, y):
     assert_agree(lax_cond(p, x, y), np_cond(p, x, y))
     assert_agree(jitted(lax_cond)(p, x, y), np_cond(p, x, y))
@@ -1359,6 +1366,7 @@ def test_lax_cond(p, x, y):
 
 @SETTINGS
 @given(st.integers(-3, 6), vec5)
+@pytest.mark.vulkan_subset
 def test_lax_switch_clamps_the_index(i, x):
     want = [x + 1, x * 2, -x][min(max(i, 0), 2)]
     assert_agree(lax_switch(i, x), want)
@@ -1367,6 +1375,7 @@ def test_lax_switch_clamps_the_index(i, x):
 
 @SETTINGS
 @given(vec5, st.integers(-2, 3), st.integers(-2, 5))
+@pytest.mark.vulkan_subset
 def test_lax_while_and_fori(x, lo, hi):
     want = np_loops(x, lo, hi)
     assert_agree(lax_loops(x, lo, hi), want)
@@ -1383,6 +1392,7 @@ def test_lax_fori_static_bounds_scan_traced_bounds_while():
 
 @SETTINGS
 @given(mat43, vec5)
+@pytest.mark.vulkan_subset
 def test_lax_scan_and_map(m, c0):
     xs = {"a": m[:, :2].copy(), "b": m[:, 2].copy()}
     init = (c0[:2].copy(), 1.0)
@@ -1606,6 +1616,7 @@ def walrus_in_while_test(x, t):
 
 @SETTINGS
 @given(mat43, st.integers(0, 5))
+@pytest.mark.vulkan_subset
 def test_iree_miscompiled_loop_patterns(m, t):
     agree(break_in_while_in_for, m, t)
 

@@ -196,6 +196,7 @@ def test_binary(name, fun, gen_x, gen_y, hyp):
 
 @SETTINGS
 @given(hyp=st.data())
+@pytest.mark.vulkan_subset
 def test_select(hyp):
     """lax.select with a batched predicate (or not), operands of rank 0 or not."""
     shape = hyp.draw(st.sampled_from([(4,), (2, 3)]))
@@ -540,6 +541,7 @@ def _pair(x, y):
 
 @SETTINGS
 @given(hyp=st.data())
+@pytest.mark.vulkan_subset
 def test_nested_vmap(hyp):
     """vmap(vmap(f, inner axes), outer axes): each argument mapped by the inner vmap, the
     outer one, both or neither, at any axis; equal to the double loop."""
@@ -579,6 +581,7 @@ def test_nested_vmap(hyp):
         np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.vulkan_subset
 def test_vmap_of_vmap_matrix_product():
     """Matrix product as a vmap over rows of a vmap over columns of a vector dot."""
     a, b = FLOAT(np.random.RandomState(0), (3, 4)), FLOAT(np.random.RandomState(1), (4, 5))
@@ -602,6 +605,7 @@ def _mixed_examples(size, seed):
 
 @FEW
 @given(hyp=st.data())
+@pytest.mark.vulkan_subset
 def test_jit_of_vmap(hyp):
     size, in_axes, out_axes, seed = hyp.draw(batching([2, 1, 0]))
     check_vmap(_mixed, _mixed_examples(size, seed), in_axes, out_axes, transform=pyree.jit,
@@ -610,11 +614,13 @@ def test_jit_of_vmap(hyp):
 
 @FEW
 @given(hyp=st.data())
+@pytest.mark.vulkan_subset
 def test_vmap_of_jit(hyp):
     size, in_axes, out_axes, seed = hyp.draw(batching([2, 1, 0]))
     check_vmap(pyree.jit(_mixed), _mixed_examples(size, seed), in_axes, out_axes, atol=1e-5)
 
 
+@pytest.mark.vulkan_subset
 def test_vmap_inside_jit_and_jit_inside_vmap():
     rng = np.random.RandomState(0)
     xs, y = FLOAT(rng, (3, 4, 2)), FLOAT(rng, (2,))
@@ -655,6 +661,7 @@ needs_psum = pytest.mark.skipif(not hasattr(lax, "psum"),
 @needs_psum
 @SETTINGS
 @given(hyp=st.data())
+@pytest.mark.vulkan_subset
 def test_collectives(hyp):
     size = hyp.draw(st.sampled_from([1, 2, 5]))
     ax = hyp.draw(st.sampled_from([0, 1, -1]))
@@ -727,6 +734,7 @@ def test_collective_unbound_axis_name():
 
 # -- pytrees, kwargs, axis_size --------------------------------------------------------------------
 
+@pytest.mark.vulkan_subset
 def test_in_axes_pytrees():
     rng = np.random.RandomState(0)
     a, b, z = FLOAT(rng, (3, 4)), FLOAT(rng, (4,)), FLOAT(rng, (2, 3))
@@ -748,6 +756,7 @@ def test_in_axes_pytrees():
     np.testing.assert_allclose(np.asarray(got), 3 * a.T, rtol=1e-6)
 
 
+@pytest.mark.vulkan_subset
 def test_out_axes_pytrees_and_none():
     rng = np.random.RandomState(1)
     xs, c = FLOAT(rng, (3, 2, 4)), FLOAT(rng, (2,))

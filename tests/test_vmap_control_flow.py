@@ -15,6 +15,9 @@ import pyree
 import pyree.numpy as jnp
 from pyree import lax, nn, tree_util
 
+# Run again on Vulkan (.ci/run: PYREE_PLATFORM=vulkan pytest -n 0 -m vulkan_subset).
+pytestmark = pytest.mark.vulkan_subset
+
 
 def close(a, b, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol)

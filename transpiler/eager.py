@@ -189,6 +189,11 @@ def operands_device(args: Sequence[Any]) -> Optional[Device]:
 
 
 CONCAT_GROUP = 8  # operands one eager concatenation kernel joins at most
+# On Vulkan, two: IREE 3.13's eager (unknown-shape) concatenation of three or more operands
+# read the third and later operands from the second's buffer (concatenate([x, y, z], 1) gave
+# x, y, then y's rows shifted by one and zeros, on Mesa's lavapipe; two operands were right,
+# and so were the jitted, static-shape forms, and eager selects and clamps of three operands).
+VULKAN_CONCAT_GROUP = 2
 
 
 def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
@@ -248,10 +253,12 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
         if len(kept) == 1:
             return [view(kept[0], avals_out[0])]
         return apply_unchecked(primitive, kept, params)
-    if primitive is P.concatenate_p and len(arrays) > CONCAT_GROUP:
+    group = (VULKAN_CONCAT_GROUP if arrays and arrays[0]._device.platform == "vulkan"
+             else CONCAT_GROUP)
+    if primitive is P.concatenate_p and len(arrays) > group:
         # One kernel binds every operand, and IREE's runtime refuses dispatches of more than
         # 32 buffers (see lower._concatenate_rule): join the operands a group at a time.
-        groups = [arrays[i:i + CONCAT_GROUP] for i in range(0, len(arrays), CONCAT_GROUP)]
+        groups = [arrays[i:i + group] for i in range(0, len(arrays), group)]
         joined = [g[0] if len(g) == 1 else apply_unchecked(primitive, g, params)[0]
                   for g in groups]
         return apply_unchecked(primitive, joined, params)

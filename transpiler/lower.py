@@ -430,6 +430,9 @@ class Lowering:
         used.update(a for a in ir.outs if isinstance(a, Var))
         unused_effect_results: list = []
         for eqn in ir.eqns:
+            if self.device_platform == "vulkan":
+                check_device_types(eqn.primitive, [a.aval for a in eqn.inputs]
+                                   + [v.aval for v in eqn.outputs], eqn.loc)
             with _location(eqn):
                 rule = lowering_rules.get(eqn.primitive)
                 if rule is None:
@@ -513,6 +516,48 @@ class _FanIn:
                                        if not isinstance(a, Literal)))
             for value in outs:
                 self.reads[value] = tree
+
+
+# SPIR-V's extended instructions for exp and log (GLSL.std.450 Exp, Log) take 16- and 32-bit
+# floats only, and IREE 3.13 expands these primitives into them whatever the width: in float64
+# (and complex128) they fail to compile ("'spirv.GL.Exp' op operand #0 must be 16/32-bit
+# float", lavapipe). sin, cos, tan, atan2, cbrt, sqrt, rem and the rest compiled and matched
+# NumPy to 1-2 ulps there (pyree builds the trigonometric ones, float64_math.py).
+VULKAN_NO_FLOAT64 = frozenset({P.exp_p, P.log_p, P.log1p_p, P.expm1_p, P.tanh_p, P.logistic_p,
+                               P.erf_p, P.pow_p})
+# complex128 sin, cos and tan are built from float64 exp (float64_math.complex_sin ...).
+VULKAN_NO_COMPLEX128 = VULKAN_NO_FLOAT64 | {P.sin_p, P.cos_p, P.tan_p}
+
+
+def check_device_types(primitive, avals: Sequence[ShapedArray], loc) -> None:
+    """Raise a TypeError, naming the user's line ``loc``, when the Vulkan device being
+    lowered for cannot compute ``primitive`` on ``avals``: an element type the device lacks
+    (float64 on a device without shaderFloat64, ...; runtime/vulkan.py), or a float64 or
+    complex128 function IREE cannot compile for Vulkan (VULKAN_NO_FLOAT64,
+    VULKAN_NO_COMPLEX128). IREE would fail to compile the module, or compute wrong values.
+
+    Example::
+
+        check_device_types(P.exp_p, [ShapedArray((3,), np.float64)] * 2, eqn.loc)  # raises
+    """
+    from pyree.runtime.device import vulkan_missing_feature
+    from .source import where
+    dtypes = {np.dtype(a.dtype) for a in avals}
+    for dtype in dtypes:
+        missing = vulkan_missing_feature(dtype)
+        if missing is not None:
+            raise TypeError(f"{dtype.name} values cannot be computed on Vulkan here: "
+                            f"{missing}{where(loc)}")
+    wide = None
+    if primitive in VULKAN_NO_FLOAT64 and np.dtype(np.float64) in dtypes:
+        wide = np.dtype(np.float64)
+    if primitive in VULKAN_NO_COMPLEX128 and np.dtype(np.complex128) in dtypes:
+        wide = np.dtype(np.complex128)
+    if wide is not None:
+        raise TypeError(f"{primitive.name} of {wide.name} values cannot be computed on Vulkan: "
+                        f"SPIR-V's exp and log instructions take 16- and 32-bit floats only, "
+                        f"and IREE 3.13 has no float64 form of them (compute it in float32, or "
+                        f"on the CPU){where(loc)}")
 
 
 def _location(eqn: Eqn):
@@ -695,6 +740,8 @@ def lower_primitive_dynamic(primitive, avals_in: Sequence[ShapedArray],
     ``static_minor``: tensors of rank 2 or more whose last dimension has this size keep it
     static (eager elementwise kernels on GPUs, see eager._apply_elementwise).
     """
+    if platform == "vulkan":
+        check_device_types(primitive, list(avals_in) + list(avals_out), None)
     minor = _static_minor.set(static_minor)
     try:
         with _lowering_for(platform):
