@@ -34,6 +34,21 @@ from ._vmap import _axes_for_leaves, _check_axes, _leaf_names
 _SCALARS = (bool, int, float, complex)
 
 
+def consts_on(device: Device, values: Sequence[Any]) -> list:
+    """A multi-device program's captured values as arguments on ``device`` (its first).
+
+    Example: ``consts_on(devs[0], closed.consts)``
+    """
+    consts = []
+    for value in values:
+        if isinstance(value, Array):
+            consts.append(value if value.device == device else
+                          device_put_numpy(value._value(), device, value.weak_type))
+        else:
+            consts.append(device_put_numpy(canonicalize_array(np.asarray(value)), device))
+    return consts
+
+
 class _Input:
     """How one argument leaf enters the program: as its pieces already on the devices
     (``pieces``: a pmap result split the same way), or whole, on device ``device`` of the
@@ -314,13 +329,7 @@ class PmapFunction:
                 program_avals.append(spec.aval)
                 in_devices.append(spec.device)
         whole = trace_to_ir(program, program_avals, top_level=False)
-        consts = []
-        for value in whole.consts:   # captured arrays: arguments on the first device
-            if isinstance(value, Array):
-                consts.append(value if value.device == devs[0] else
-                              device_put_numpy(value._value(), devs[0], value.weak_type))
-            else:
-                consts.append(device_put_numpy(canonicalize_array(np.asarray(value)), devs[0]))
+        consts = consts_on(devs[0], whole.consts)
         lowered = lower_closed_ir(whole, platform=devs[0].platform,
                                   affinities=([0] * len(consts) + in_devices, out_devices))
         vmfb = rcompile.compile_mlir(lowered.text, multi_device_compile_flags(devs),

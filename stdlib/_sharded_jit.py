@@ -40,6 +40,7 @@ from pyree.transpiler.lower import lower_closed_ir
 from pyree.transpiler.source import where
 from pyree.transpiler.trace import Tracer, canonicalize_array, has_effects, trace_to_ir
 
+from ._pmap import consts_on
 from .sharding import Mesh, NamedSharding, PartitionSpec
 
 SPLIT, COPIES, WHOLE = "split", "copies", "whole"
@@ -238,13 +239,7 @@ def lower_partitioned(closed: ClosedIR, out_tree, plan: Plan, device=None
         return flat
 
     whole = trace_to_ir(program, program_avals, top_level=False)
-    consts = []
-    for value in whole.consts:   # captured arrays: arguments on the first device
-        if isinstance(value, Array):
-            consts.append(value if value.device == devs[0] else
-                          device_put_numpy(value._value(), devs[0], value.weak_type))
-        else:
-            consts.append(device_put_numpy(canonicalize_array(np.asarray(value)), devs[0]))
+    consts = consts_on(devs[0], whole.consts)
     out_devices = [i for _ in box["layouts"] for i in range(n)]
     arg_devices = [0] * len(consts) + in_devices
     module = lower_closed_ir(whole, platform=devs[0].platform,
