@@ -29,7 +29,7 @@ from . import primitives as P
 from .convert import converted
 from .operators import Undefined
 from .eager import operands_device, to_array
-from .ir import IR, ClosedIR, ShapedArray
+from .ir import ClosedIR, ShapedArray
 from .lower import LoweredModule, lower_closed_ir, takes_caller_storage
 from .source import where
 from .trace import Tracer, _state, canonicalize_array, current_builder, get_aval, trace_to_ir
@@ -53,23 +53,16 @@ def _normalize_argnames(argnames: Any) -> tuple[str, ...]:
     return tuple(argnames)
 
 
-# A while loop's trip count is unknown when compiling: its body is counted this many times.
-WHILE_TRIPS_ASSUMED = 16
-
-
 def estimate_work(closed: ClosedIR) -> int:
     """About how many element operations a call does (chooses inline vs worker-pool runs:
-    an inline call runs on the calling thread and returns only when done, so underestimating
-    a large program costs its asynchrony; a DP-SGD step of per-example convolution gradients,
-    counted by output sizes alone, ran inline, each call blocking ~100 ms)."""
-    return _ir_work(closed.ir)
-
-
-def _ir_work(ir) -> int:
-    from .control_flow import scan_p, while_p
+    an inline call runs on the calling thread and returns only when done). A convolution
+    counts its multiply-adds (by output size alone a DP-SGD step of per-example convolution
+    gradients ran inline). Loop bodies are not multiplied by their trip counts: counted so,
+    the unbatched RNN scans of benchmarks/run.py (100 steps of a 256-wide matvec) went to
+    the worker pool and took 2.6 ms instead of ~0.7 ms; small steps run best inline."""
     from .windows import conv_general_dilated_p
     work = 0
-    for eqn in ir.eqns:
+    for eqn in closed.ir.eqns:
         size = sum(v.aval.size for v in eqn.outputs)
         if eqn.primitive is P.dot_general_p:
             (lc, _), _ = eqn.params["dimension_numbers"]
@@ -82,16 +75,7 @@ def _ir_work(ir) -> int:
         elif eqn.primitive in (P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_prod_p,
                                P.argmax_p, P.argmin_p):
             size = eqn.inputs[0].aval.size
-        inner = 0
-        for value in eqn.params.values():
-            for region in (value if isinstance(value, tuple) else (value,)):
-                if isinstance(region, (IR, ClosedIR)):
-                    inner += _ir_work(region.ir if isinstance(region, ClosedIR) else region)
-        if eqn.primitive is scan_p:
-            inner *= eqn.params["length"]
-        elif eqn.primitive is while_p:
-            inner *= WHILE_TRIPS_ASSUMED
-        work += size + inner
+        work += size
     return work
 
 
