@@ -21,8 +21,8 @@ from .ir import IR, ClosedIR, Eqn, ShapedArray, Var
 from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
                     kept_past_loop, lowering_rules, mlir, op, opaque_select, opaque_true,
                     own_buffers, scalar_like, tensor_type)
-from .trace import (IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, has_effects,
-                    tracing)
+from .trace import (IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, get_aval,
+                    has_effects, tracing)
 
 cond_p = Primitive("cond", multiple_results=True)
 while_p = Primitive("while", multiple_results=True)
@@ -46,6 +46,23 @@ def trace_region(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArr
         outs = fun(*args)
         closed = builder.finish(list(outs))
     return closed_to_region(closed)
+
+
+def bind_while(cond_fun: Callable[..., Sequence[Any]], body_fun: Callable[..., Sequence[Any]],
+               init: Sequence[Any]) -> list:
+    """A ``while`` equation iterating ``body_fun(*carry)`` (flat carry in, flat carry out)
+    while ``cond_fun(*carry)`` (a list of one scalar predicate), from ``init``: both traced as
+    regions on ``init``'s types. For rules that build loops of their own (scan and while under
+    partitioning and SPMD evaluation).
+
+    Example: ``bind_while(lambda i: [i < 10], lambda i: [i + 1], [zero])``
+    """
+    avals = [get_aval(x) for x in init]
+    cond_region, cond_captured = trace_region(cond_fun, avals)
+    body_region, body_captured = trace_region(body_fun, avals)
+    return while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
+                        body_ir=body_region, cond_nconsts=len(cond_captured),
+                        body_nconsts=len(body_captured))
 
 
 def closed_to_region(closed: ClosedIR) -> tuple[IR, list]:

@@ -573,7 +573,7 @@ def _cond(mesh, values, layouts, eqn):
 
 
 def _while(mesh, values, layouts, eqn):
-    from .control_flow import trace_region, while_p
+    from .control_flow import bind_while
     params = eqn.params
     cond_ir, body_ir = _region_ir(params["cond_ir"]), _region_ir(params["body_ir"])
     if cond_ir is None or body_ir is None:
@@ -596,17 +596,12 @@ def _while(mesh, values, layouts, eqn):
         return [v for o, have, want in zip(outs, got, carry)
                 for v in _converted(mesh, o, have, want)]
 
-    avals = [get_aval(x) for x in init]
-    cond_region, cond_captured = trace_region(cond_fn, avals)
-    body_region, body_captured = trace_region(body_fn, avals)
-    outs = while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
-                        body_ir=body_region, cond_nconsts=len(cond_captured),
-                        body_nconsts=len(body_captured))
+    outs = bind_while(cond_fn, body_fn, init)
     return [values for _, values in _unflattened(outs, carry, n)], carry
 
 
 def _scan(mesh, values, layouts, eqn):
-    from .control_flow import trace_region, while_p
+    from .control_flow import bind_while
     params = eqn.params
     body = _region_ir(params["body"])
     nc, ncar, length = params["num_consts"], params["num_carry"], params["length"]
@@ -664,12 +659,7 @@ def _scan(mesh, values, layouts, eqn):
                                                          *[index(0)] * aval.ndim))
         return new
 
-    avals = [get_aval(x) for x in init]
-    cond_region, cond_captured = trace_region(not_done, avals)
-    body_region, body_captured = trace_region(step, avals)
-    outs = while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
-                        body_ir=body_region, cond_nconsts=len(cond_captured),
-                        body_nconsts=len(body_captured))
+    outs = bind_while(not_done, step, init)
     return [values for _, values in _unflattened(outs[1:], state, n)], state
 
 

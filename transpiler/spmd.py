@@ -169,7 +169,7 @@ def _cond_rule(axis: SpmdAxis, per_device, *, branches: tuple) -> list[list]:
 
 def _scan_rule(axis: SpmdAxis, per_device, *, body, length: int, reverse: bool,
                num_consts: int, num_carry: int) -> list[list]:
-    from .control_flow import trace_region, while_p
+    from .control_flow import bind_while
     n = axis.size
     body = _closed(body)
     consts = [ins[:num_consts] for ins in per_device]
@@ -214,12 +214,7 @@ def _scan_rule(axis: SpmdAxis, per_device, *, body, length: int, reverse: bool,
                                                          *[index(0)] * aval.ndim))
         return out
 
-    avals = [get_aval(v) for v in init]
-    cond_region, cond_captured = trace_region(not_done, avals)
-    body_region, body_captured = trace_region(step, avals)
-    outs = while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
-                        body_ir=body_region, cond_nconsts=len(cond_captured),
-                        body_nconsts=len(body_captured))
+    outs = bind_while(not_done, step, init)
     return [list(outs[1 + i * k:1 + (i + 1) * k]) for i in range(n)]
 
 
@@ -228,7 +223,7 @@ def _lockstep_loop(init: list[list], predicates: Callable, step: Callable) -> li
     while ``predicates(carries)`` (a boolean per device) holds for any device; each step
     computes ``step(carries)`` (new carries per device) and a device whose predicate does not
     hold keeps its carry."""
-    from .control_flow import trace_region, while_p
+    from .control_flow import bind_while
     n, k = len(init), len(init[0])
     flat = [array_on(v, i) for i in range(n) for v in init[i]]
 
@@ -249,12 +244,7 @@ def _lockstep_loop(init: list[list], predicates: Callable, step: Callable) -> li
         return [P.select_p.bind(preds[i], mine, old)
                 for i in range(n) for mine, old in zip(new[i], carries[i])]
 
-    avals = [get_aval(v) for v in flat]
-    cond_region, cond_captured = trace_region(any_device, avals)
-    body_region, body_captured = trace_region(one_step, avals)
-    outs = while_p.bind(*cond_captured, *body_captured, *flat, cond_ir=cond_region,
-                        body_ir=body_region, cond_nconsts=len(cond_captured),
-                        body_nconsts=len(body_captured))
+    outs = bind_while(any_device, one_step, flat)
     return per_device_carry(outs)
 
 
