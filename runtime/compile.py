@@ -55,6 +55,16 @@ COMMON_FLAGS = ("--iree-input-demote-f64-to-f32=false",
 # are memory-bound in the same way, so they lose nothing either.)
 DATA_TILING_FLAG = "--iree-opt-data-tiling"
 DATA_TILING_MARK = "pyree.data_tiling"
+# That flag picks IREE 3.13's data tiling in dispatch creation, which fails to pack a boolean
+# array the module reads from memory (an argument: a mask captured or passed in) when it selects
+# the operands of two or more data-tiled products, e.g. jnp.where(mask, x, 0) @ w in a loop:
+# "'linalg.pack' op expected padding_value has 'i8' but got: 'i1'". Its other data tiling, in
+# global optimization, compiles those modules, so modules with such an operand take it. (Not
+# every module: there a 784-512-10 MLP step ran 1.99 vs 2.58 ms, but channels-last
+# convolutions 15.2 vs 10.1 ms and their gradient 65.7 vs 49.8 ms.)
+GLOBAL_DATA_TILING_FLAG = "--iree-global-opt-data-tiling"
+BOOLEAN_OPERAND = re.compile(r"%arg\d+: tensor<(?:\d+x)+i1>"
+                             r"|stablehlo\.constant dense<[\[\"][^>]*> : tensor<(?:\d+x)+i1>")
 
 
 # IREE's CPU heuristics tile a batched matrix-vector product whose reduction runs along the
@@ -109,12 +119,14 @@ def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str
     flags = tuple(flags)
     if DATA_TILING_FLAG in flags and DATA_TILING_MARK not in mlir_text:
         flags = tuple(f for f in flags if f != DATA_TILING_FLAG)
+    if DATA_TILING_FLAG in flags and BOOLEAN_OPERAND.search(mlir_text):
+        flags = tuple(GLOBAL_DATA_TILING_FLAG if f == DATA_TILING_FLAG else f for f in flags)
     if _CPU_BACKEND_FLAG in flags and "stablehlo.convolution" in mlir_text and not any(
             "stablehlo.convolution" in line and ("bf16" in line or "f16" in line)
             for line in mlir_text.splitlines()):
         flags += (IM2COL_FLAG,)
     if (MATVEC_MARK in mlir_text and _CPU_BACKEND_FLAG in flags
-            and DATA_TILING_FLAG not in flags):
+            and DATA_TILING_FLAG not in flags and GLOBAL_DATA_TILING_FLAG not in flags):
         mlir_text = _MATVEC_ATTR.sub(_matvec_configuration, mlir_text)
     if "complex<" in mlir_text:
         flags += (NO_CONST_EVAL_FLAG,)
@@ -189,7 +201,7 @@ class CompileStats:
     compiled = 0
     disk_hits = 0
     memory_hits = 0
-    fallbacks = 0  # compiled only with FALLBACK_FLAGS
+    fallbacks = 0  # compiled only with one of FALLBACK_FLAG_SETS
 
 
 class _BoundedCache:
@@ -453,13 +465,26 @@ def _read_bundled(key: str) -> Optional[tuple[bytes, str]]:
 # module is compiled a second time without multi-use fusion, which avoids it; modules that
 # compile keep the fusion (O3's fusions made normalisations several times faster here).
 FALLBACK_FLAGS = ("--iree-dispatch-creation-fuse-multi-use=false",)
+# Its stream partitioning also loses a dispatch without operands (an iota a non-fusing consumer
+# reads) that CSE shared between the code before and after a nested loop in a loop body:
+# "'stream.async.dispatch' op streamable op expected to be in an execution region" (an HMC
+# sampler: a scan whose step inverts a 2x2 matrix, by LU, before and after a leapfrog
+# fori_loop). With aggressive fusion the iota fuses into its consumers and the module compiles
+# (without multi-use fusion it fails too, so each fallback is tried alone). It is not the
+# default: it made a CNN step's convolution gradient exceed the stack limit. (Writing small
+# iotas as constants instead made IREE fold masks into boolean constants, see
+# BOOLEAN_OPERAND; 17 tests failed.)
+FALLBACK_FLAG_SETS = (FALLBACK_FLAGS, ("--iree-dispatch-creation-enable-aggressive-fusion=true",))
 
 
 def _compile_now(mlir_text: str, flags: Sequence[str]) -> bytes:
     payload, diagnostics = _run_compiler(mlir_text, flags)
-    if payload is None and not set(FALLBACK_FLAGS) <= set(flags):
-        payload, _ = _run_compiler(mlir_text, tuple(flags) + FALLBACK_FLAGS)
-        CompileStats.fallbacks += payload is not None
+    for fallback in FALLBACK_FLAG_SETS:
+        if payload is not None:
+            break
+        if not set(fallback) <= set(flags):
+            payload, _ = _run_compiler(mlir_text, tuple(flags) + fallback)
+            CompileStats.fallbacks += payload is not None
     if payload is None:
         raise CompileError("IREE failed to compile a module pyree generated:\n"
                            + "\n".join(diagnostics))

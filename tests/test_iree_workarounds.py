@@ -6,6 +6,7 @@ import pytest
 
 import pyree
 import pyree.numpy as jnp
+from pyree.runtime.compile import CompileError
 from pyree import lax, nn
 
 
@@ -360,3 +361,78 @@ def test_gradient_through_nested_branches_of_many_values():
                       - _ramp_landing(np, x64 - eps * e, *args)) / (2 * eps) for e in np.eye(25)])
     assert np.count_nonzero(want) == 2    # the segment it lands on; zeros elsewhere, not NaN
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-6)
+
+
+def _leapfrog_scan_step():
+    """An HMC-like step: the log-density inverts a 2x2 matrix (LU), before the leapfrog
+    fori_loop, inside it and after it; the step runs in a scan."""
+    def logp(x):
+        return -0.5 * x @ jnp.linalg.inv(jnp.array([[1.0, 0.8], [0.8, 1.0]])) @ x
+
+    def step(q, k):
+        g = pyree.grad(logp)
+        p = k + 0.1 * g(q)
+        q1, _ = lax.fori_loop(0, 3, lambda i, s: (s[0] + 0.1 * s[1], s[1] + 0.1 * g(s[0])),
+                              (q, p))
+        q = jnp.where(logp(q1) < 0.5, q1, q)
+        return q, q
+
+    return step
+
+
+_KS = np.linspace(-1.0, 1.0, 10).reshape(5, 2).astype(np.float32)
+
+
+def test_small_matrix_inverse_before_and_after_a_loop_inside_a_scan():
+    # IREE 3.13 lost an iota dispatch CSE shared before and after the inner loop ("streamable
+    # op expected to be in an execution region"); compiled again with aggressive fusion
+    # (runtime.compile.FALLBACK_FLAG_SETS). Checked against the same loop in float64 NumPy.
+    step = _leapfrog_scan_step()
+    out = pyree.jit(lambda ks: lax.scan(step, jnp.zeros(2), ks)[0])(_KS)
+
+    prec = np.linalg.inv(np.array([[1.0, 0.8], [0.8, 1.0]]))
+    q = np.zeros(2)
+    for k in _KS.astype(np.float64):
+        p = k - 0.1 * prec @ q
+        q1 = q.copy()
+        for _ in range(3):
+            q1, p = q1 + 0.1 * p, p - 0.1 * prec @ q1
+        q = q1 if -0.5 * q1 @ prec @ q1 < 0.5 else q
+    np.testing.assert_allclose(np.asarray(out), q, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, raises=CompileError, reason="IREE 3.13 loses the iota dispatch "
+                   "of the inverse, hoisted into an initializer, and no fallback avoids it")
+def test_gradient_of_small_matrix_inverses_around_a_loop_inside_a_scan():
+    step = _leapfrog_scan_step()
+
+    def loss(scale):  # an eager scan: its gradient's matrix inverses go to an initializer
+        return jnp.sum(lax.scan(step, jnp.ones(2) * scale, _KS)[0] ** 2)
+
+    eps = 1e-2
+    fd = (float(loss(1.0 + eps)) - float(loss(1.0 - eps))) / (2 * eps)
+    np.testing.assert_allclose(float(pyree.grad(loss)(1.0)), fd, rtol=2e-3)
+
+
+def test_boolean_mask_selecting_the_operands_of_several_products():
+    # A boolean array read from memory (here captured, so a module argument) selecting the
+    # operands of data-tiled products in a loop: IREE 3.13's default data tiling failed to pack
+    # it ("'linalg.pack' op expected padding_value has 'i8' but got: 'i1'"); such modules take
+    # its global-optimization data tiling (runtime.compile.BOOLEAN_OPERAND).
+    from pyree.runtime import compile as rcompile
+    rng = np.random.default_rng(0)
+    for n in (3, 16):
+        mask = np.tril(np.ones((n, n), bool))
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        b = rng.standard_normal((n, n)).astype(np.float32) / n
+
+        def f(a, b):
+            return lax.fori_loop(0, 3, lambda i, x: jnp.where(mask, x, 0.0) @ b, a)
+
+        want = a.astype(np.float64)
+        for _ in range(3):
+            want = np.where(mask, want, 0) @ b
+        np.testing.assert_allclose(np.asarray(pyree.jit(f)(a, b)), want, rtol=1e-4, atol=1e-5)
+    text = pyree.jit(lambda m, x, w: jnp.where(m, x, 0.0) @ w).lower(mask, a, b).as_text()
+    flags = rcompile.prepare_module(text, pyree.devices("cpu")[0].compile_flags)[1]
+    assert rcompile.GLOBAL_DATA_TILING_FLAG in flags and rcompile.DATA_TILING_FLAG not in flags
