@@ -55,16 +55,22 @@ COMMON_FLAGS = ("--iree-input-demote-f64-to-f32=false",
 # are memory-bound in the same way, so they lose nothing either.)
 DATA_TILING_FLAG = "--iree-opt-data-tiling"
 DATA_TILING_MARK = "pyree.data_tiling"
-# That flag picks IREE 3.13's data tiling in dispatch creation, which fails to pack a boolean
-# array the module reads from memory (an argument: a mask captured or passed in) when it selects
-# the operands of two or more data-tiled products, e.g. jnp.where(mask, x, 0) @ w in a loop:
-# "'linalg.pack' op expected padding_value has 'i8' but got: 'i1'". Its other data tiling, in
-# global optimization, compiles those modules, so modules with such an operand take it. (Not
-# every module: there a 784-512-10 MLP step ran 1.99 vs 2.58 ms, but channels-last
-# convolutions 15.2 vs 10.1 ms and their gradient 65.7 vs 49.8 ms.)
+# That flag picks IREE 3.13's data tiling in dispatch creation; its other data tiling, in
+# global optimization, is faster for straight-line products and slower for products in loops
+# and for convolutions (modules alone in iree-benchmark-module, alternating, three rounds,
+# late / global path: a 784-512-10 MLP step 2.32 / 1.90, 2.92 / 2.73, 2.03 / 2.03 ms; a
+# 1000x1000 matmul 14.3 / 11.7, 14.2 / 14.0, 13.4 / 12.0 ms; the RNN gradient's scan 12.2 /
+# 15.6, 17.4 / 19.8, 21.9 / 24.7 ms; and in benchmarks/run.py a channels-last convolution 10.1
+# / 15.2 ms, its gradient 49.8 / 65.7 ms). So modules without loops or convolutions take the
+# global path. So do modules with a boolean array read from memory (an argument: a mask
+# captured or passed in): the dispatch-creation path fails to pack it when it selects the
+# operands of two or more data-tiled products, e.g. jnp.where(mask, x, 0) @ w in a loop
+# ("'linalg.pack' op expected padding_value has 'i8' but got: 'i1'").
 GLOBAL_DATA_TILING_FLAG = "--iree-global-opt-data-tiling"
 BOOLEAN_OPERAND = re.compile(r"%arg\d+: tensor<(?:\d+x)+i1>"
                              r"|stablehlo\.constant dense<[\[\"][^>]*> : tensor<(?:\d+x)+i1>")
+_LOOP_OR_CONVOLUTION = re.compile(r"scf\.for|stablehlo\.while|\"stablehlo\.while\"|"
+                                  r"stablehlo\.convolution")
 
 
 # IREE's CPU heuristics tile a batched matrix-vector product whose reduction runs along the
@@ -119,7 +125,8 @@ def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str
     flags = tuple(flags)
     if DATA_TILING_FLAG in flags and DATA_TILING_MARK not in mlir_text:
         flags = tuple(f for f in flags if f != DATA_TILING_FLAG)
-    if DATA_TILING_FLAG in flags and BOOLEAN_OPERAND.search(mlir_text):
+    if DATA_TILING_FLAG in flags and (BOOLEAN_OPERAND.search(mlir_text)
+                                      or not _LOOP_OR_CONVOLUTION.search(mlir_text)):
         flags = tuple(GLOBAL_DATA_TILING_FLAG if f == DATA_TILING_FLAG else f for f in flags)
     if _CPU_BACKEND_FLAG in flags and "stablehlo.convolution" in mlir_text and not any(
             "stablehlo.convolution" in line and ("bf16" in line or "f16" in line)

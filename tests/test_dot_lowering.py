@@ -8,6 +8,7 @@ import pytest
 
 import pyree
 import pyree.numpy as jnp
+from pyree import lax
 import pyree.runtime.compile as rcompile
 
 from conftest import cpu_only
@@ -111,20 +112,33 @@ def _flags(f, *args):
     return rcompile.prepare_module(text, rcompile.CPU_FLAGS)[1]
 
 
+def _tiled(flags) -> bool:
+    """Whether IREE data-tiles the module: in dispatch creation or in global optimization."""
+    return rcompile.DATA_TILING_FLAG in flags or rcompile.GLOBAL_DATA_TILING_FLAG in flags
+
+
 def test_narrow_modules_compile_without_data_tiling():
     m, v, ms, vs = _data((8, 8), (8,), (4, 8, 8), (4, 8))
     for f, args in [(lambda m, v: m @ v, (m, v)), (lambda m, v: v @ m, (m, v)),
                     (jnp.dot, (v, v)), (pyree.vmap(jnp.dot), (ms, vs)),
                     (lambda v: jnp.sum(v * v), (v,))]:
-        assert rcompile.DATA_TILING_FLAG not in _flags(f, *args)
+        assert not _tiled(_flags(f, *args))
 
 
 @cpu_only("data tiling and the matvec configuration are CPU compile flags")
 def test_wide_products_keep_data_tiling():
+    # Straight-line products: IREE's global-optimization data tiling; in a loop or beside a
+    # convolution: its dispatch-creation data tiling (see GLOBAL_DATA_TILING_FLAG).
     m, ms = _data((8, 8), (4, 8, 8))
     for f, args in [(lambda m: m @ m, (m,)), (pyree.vmap(jnp.matmul), (ms, ms)),
                     (lambda m: (m @ m) @ m[0], (m,))]:
-        assert rcompile.DATA_TILING_FLAG in _flags(f, *args)
+        assert rcompile.GLOBAL_DATA_TILING_FLAG in _flags(f, *args)
+    looped = _flags(lambda m: lax.fori_loop(0, 100, lambda i, x: jnp.tanh(x @ m), m), m)
+    assert rcompile.DATA_TILING_FLAG in looped and rcompile.GLOBAL_DATA_TILING_FLAG not in looped
+    x, w = np.ones((2, 8, 8, 4), np.float32), np.ones((3, 3, 4, 8), np.float32)
+    conv = _flags(lambda x, w, m: (lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")), m @ m), x, w, m)
+    assert rcompile.DATA_TILING_FLAG in conv and rcompile.GLOBAL_DATA_TILING_FLAG not in conv
 
 
 @cpu_only("data tiling is a CPU compile flag")
@@ -136,14 +150,17 @@ def test_products_with_few_columns_against_a_large_operand_compile_without_data_
                       (lambda w, x: w @ x, ((32, 2048), (2048, 2048))),
                       (pyree.vmap(jnp.matmul), ((2, 2048, 1024), (2, 1024, 128)))]:
         args = [np.zeros(s, np.float32) for s in shapes]
-        assert rcompile.DATA_TILING_FLAG not in _flags(f, *args), shapes
+        assert not _tiled(_flags(f, *args)), shapes
 
 
 def test_prepare_module_only_drops_data_tiling():
     flags = ("--a", rcompile.DATA_TILING_FLAG, "--b")
     assert rcompile.prepare_module("module {}", flags) == ("module {}", ("--a", "--b"))
     marked = f"stablehlo.dot_general {{{rcompile.DATA_TILING_MARK}}}"
-    assert rcompile.prepare_module(marked, flags) == (marked, flags)
+    assert rcompile.prepare_module(marked, flags) == (
+        marked, ("--a", rcompile.GLOBAL_DATA_TILING_FLAG, "--b"))
+    looped = "scf.for " + marked
+    assert rcompile.prepare_module(looped, flags) == (looped, flags)
     assert rcompile.prepare_module("module {}", ("--a",)) == ("module {}", ("--a",))
 
 
@@ -215,7 +232,7 @@ def test_which_products_are_marked():
         assert mark not in text and "compilation_info" not in text
     # A module with data tiling keeps IREE's own configuration for its matvecs.
     text, flags = _cpu_module(lambda m, v: (m[0] @ m[0].T, pyree.vmap(jnp.dot)(m, v)), ms, vs)
-    assert rcompile.DATA_TILING_FLAG in flags and mark in text and "compilation_info" not in text
+    assert _tiled(flags) and mark in text and "compilation_info" not in text
 
 
 def test_matvec_configuration_only_for_cpu():
