@@ -40,6 +40,7 @@ _ATTRIBUTES = {
     "jacrev": "pyree._autodiff", "hessian": "pyree._autodiff", "jacobian": "pyree._autodiff",
     "vmap": "pyree._vmap", "pmap": "pyree._pmap",
     "make_mesh": "pyree.sharding", "NamedSharding": "pyree.sharding", "P": "pyree.sharding",
+    "set_mesh": "pyree.sharding",
     "export": "pyree._export", "export_functions": "pyree._export",
     "custom_jvp": "pyree._custom_derivatives", "custom_vjp": "pyree._custom_derivatives",
     "custom_gradient": "pyree._custom_derivatives",

@@ -9,6 +9,10 @@ the spec does not name.
     [s.index for s in x.addressable_shards]    # [(slice(0, 4), slice(None)), (slice(4, 8), ...)]
     jnp.ones(3).sharding                       # SingleDeviceSharding(device=CpuDevice(id=0))
 
+``set_mesh(mesh)`` makes a mesh current, so that a bare ``PartitionSpec`` given to ``reshard``
+or ``with_sharding_constraint`` names its axes (JAX's explicit-sharding spelling; the axis types
+of ``make_mesh(..., axis_types=...)`` are accepted and do not change what pyree does).
+
 ``jit`` follows the sharding when its arguments are split along one mesh axis (each device
 computes on its block, reductions over the split dimension are combined across the devices,
 results come back split or replicated, as NamedSharding arrays; stdlib/_sharded_jit.py and
@@ -22,6 +26,7 @@ several devices.
 from __future__ import annotations
 
 import collections
+import enum
 import math
 from typing import Any, Iterator, Optional, Sequence, Union
 
@@ -32,9 +37,24 @@ from pyree.runtime.array import (Array, PmapSharding, Shard, ShardedArray, Shard
 from pyree.runtime.device import Device, devices as _platform_devices
 from pyree.transpiler.source import where
 
-__all__ = ["Mesh", "NamedSharding", "P", "PartitionSpec", "PmapSharding", "Shard",
-           "ShardedArray", "Sharding", "SingleDeviceSharding", "make_mesh",
-           "with_sharding_constraint"]
+__all__ = ["AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "PmapSharding", "Shard",
+           "ShardedArray", "Sharding", "SingleDeviceSharding", "get_mesh", "make_mesh",
+           "reshard", "set_mesh", "with_sharding_constraint"]
+
+
+class AxisType(enum.Enum):
+    """How a mesh axis is sharded (``jax.sharding.AxisType``), accepted by ``Mesh`` and
+    ``make_mesh``. pyree treats the three alike: a computation follows its arguments'
+    shardings (``Explicit``'s behaviour) and ``with_sharding_constraint`` / ``reshard`` place
+    values where asked.
+
+    Example::
+
+        mesh = pyree.make_mesh((2,), ("batch",), axis_types=(AxisType.Explicit,))
+    """
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
 
 
 class PartitionSpec:
@@ -341,6 +361,68 @@ class NamedSharding(Sharding):
         return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
 
 
+_current_mesh: list = [None]
+
+
+class set_mesh:
+    """Make ``mesh`` the current mesh (``jax.set_mesh``): a ``PartitionSpec`` given to
+    ``reshard`` or ``with_sharding_constraint`` names its axes. Called plainly it sets the mesh
+    for the rest of the program; as a context manager, for the ``with`` block only.
+
+    Example::
+
+        with pyree.set_mesh(mesh):
+            y = reshard(x, P("batch"))        # NamedSharding(mesh, P("batch"))
+    """
+
+    def __init__(self, mesh: Optional[Mesh]) -> None:
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise TypeError(f"set_mesh takes a Mesh (or None), got {mesh!r}{where(None)}")
+        self._previous = _current_mesh[0]
+        _current_mesh[0] = mesh
+
+    def __enter__(self) -> Optional[Mesh]:
+        return _current_mesh[0]
+
+    def __exit__(self, *exc: Any) -> None:
+        _current_mesh[0] = self._previous
+
+
+def get_mesh() -> Optional[Mesh]:
+    """The mesh ``set_mesh`` made current, or None.
+
+    Example::
+
+        pyree.set_mesh(mesh)
+        get_mesh() is mesh                    # True
+    """
+    return _current_mesh[0]
+
+
+def _named(sharding: Any, what: str) -> Any:
+    """``sharding`` as a Sharding: a PartitionSpec names axes of the current mesh."""
+    if isinstance(sharding, PartitionSpec):
+        if _current_mesh[0] is None:
+            raise ValueError(f"{what} got the PartitionSpec {sharding!r} but no mesh is set: "
+                             f"give a NamedSharding, or call pyree.set_mesh(mesh) first"
+                             f"{where(None)}")
+        return NamedSharding(_current_mesh[0], sharding)
+    return sharding
+
+
+def reshard(xs: Any, out_shardings: Any) -> Any:
+    """``xs`` (a pytree of arrays) placed by ``out_shardings`` (one sharding or
+    PartitionSpec, or a pytree of them matching ``xs``), as ``jax.sharding.reshard``: outside
+    ``jit`` a ``device_put``, inside it a sharding constraint (``with_sharding_constraint``).
+    A PartitionSpec names axes of the mesh ``set_mesh`` made current.
+
+    Example::
+
+        x = reshard(np.zeros((8, 3), np.float32), NamedSharding(mesh, P("batch")))
+    """
+    return with_sharding_constraint(xs, out_shardings)
+
+
 def put_sharded(x: Any, sharding: NamedSharding, weak_type: bool = False) -> ShardedArray:
     """``x`` (a NumPy array of a canonical dtype, or an Array) placed by ``sharding``: each mesh
     device gets its block, and the mesh's first device also the whole (what computations on
@@ -391,6 +473,9 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     from pyree._api import device_put
     from pyree.transpiler.trace import Tracer, get_aval
 
+    is_spec = lambda v: isinstance(v, PartitionSpec)
+    shardings = tree_util.tree_map(lambda s: _named(s, "with_sharding_constraint"), shardings,
+                                   is_leaf=is_spec)
     leaves = tree_util.tree_leaves(x)
     if not any(isinstance(leaf, Tracer) for leaf in leaves):
         return device_put(x, shardings)

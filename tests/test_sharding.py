@@ -106,6 +106,35 @@ def test_with_sharding_constraint_on_one_device():
             a, NamedSharding(mesh, P(None, "x"))))(np.ones(3, np.float32))
 
 
+def test_set_mesh_reshard_and_axis_types_on_one_device():
+    # JAX's explicit-sharding spelling (its SPMD MNIST example): a mesh with axis types, a
+    # current mesh that PartitionSpecs name, reshard outside and inside jit.
+    from pyree.sharding import AxisType, get_mesh, reshard
+    mesh = pyree.make_mesh((1,), ("batch",), axis_types=(AxisType.Explicit,))
+    assert mesh.axis_types == (AxisType.Explicit,)
+    host = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    rows = NamedSharding(mesh, P("batch"))
+    assert reshard(host, rows).sharding == rows
+    assert get_mesh() is None
+    with pytest.raises(ValueError, match=r"(?s)no mesh is set.*test_sharding\.py"):
+        reshard(host, P("batch"))
+    with pyree.set_mesh(mesh) as current:
+        assert current is mesh and get_mesh() is mesh
+        x = reshard(host, P("batch"))
+        assert x.sharding == rows
+        _check_blocks(x, host)
+        out = pyree.jit(lambda v: reshard(v * 2, P()))(x)
+        np.testing.assert_array_equal(np.asarray(out), host * 2)
+    assert get_mesh() is None
+    pyree.set_mesh(mesh)        # called plainly: current from here on
+    try:
+        assert get_mesh() is mesh
+    finally:
+        pyree.set_mesh(None)
+    with pytest.raises(TypeError, match=r"(?s)takes a Mesh.*test_sharding\.py"):
+        pyree.set_mesh("batch")
+
+
 def test_array_sharding_and_device_put_to_a_device():
     x = jnp.arange(3.0)
     device = pyree.devices()[0]
@@ -213,6 +242,14 @@ else:
     raise AssertionError("no error")
 np.testing.assert_array_equal(np.asarray(pyree.jit(
     lambda v: pyree.lax.with_sharding_constraint(v * 2, rows))(x)), host * 2)
+# The same through a current mesh and PartitionSpecs (pyree.set_mesh, sharding.reshard):
+from pyree.sharding import reshard
+with pyree.set_mesh(mesh):
+    z = reshard(host, P("batch"))
+    assert z.sharding == rows
+    _check_blocks(z, host)
+    np.testing.assert_allclose(np.asarray(pyree.jit(lambda v: reshard(v.sum(0), P()))(z)),
+                               host.sum(0), rtol=1e-6)
 if n >= 4:
     # A 2-D mesh: rows split over "data", copied along "model"; a tuple entry splits a
     # dimension over both axes, "data" the outer.
