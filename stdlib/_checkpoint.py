@@ -333,8 +333,9 @@ def saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any,
             if id(var) in read:
                 what = (f"named {eqn.params['name']!r}" if _is_named(eqn.primitive, eqn.params)
                         else f"output of {_prim_name(eqn.primitive)}")
-                loc = eqn.loc
-                found.append((var, f"{what} from {loc} ({loc.function})" if loc else what))
+                loc = eqn.loc   # (JAX counts columns from 0, as Python's positions do)
+                found.append((var, f"{what} from {loc.filename}:{loc.line}:{loc.col - 1} "
+                                   f"({loc.function})" if loc else what))
     return [(ShapeDtypeStruct(v.aval.shape, v.aval.dtype), text) for v, text in found]
 
 

@@ -407,6 +407,10 @@ def test_print_saved_residuals_lists_what_the_backward_pass_reads(capsys):
     assert lines[:2] == ["f32[5,4] from the argument params[0]", "f32[4] from the argument x"]
     assert lines[2].startswith("f32[5] output of cos from " + __file__)
     assert lines[2].endswith("(<lambda>)") and len(lines) == 3
+    # As JAX, the column counts from 0: it points at the expression that made the value.
+    line, col = map(int, re.search(r":(\d+):(\d+) \(<lambda>\)$", lines[2]).groups())
+    import linecache
+    assert linecache.getline(__file__, line)[col:].startswith("jnp.sin(")
 
 
 # -- top-level utilities --------------------------------------------------------------------------
