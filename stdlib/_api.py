@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Optional
+import functools
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -14,12 +15,106 @@ from pyree.runtime.array import ShardedArray, Sharding, SingleDeviceSharding
 from pyree.runtime.array import device_put_numpy as _device_put_numpy
 from pyree.runtime.device import Device
 from pyree.sharding import NamedSharding, put_sharded
-from pyree.transpiler.jit import ShapeDtypeStruct, jit, make_ir
+from pyree.transpiler.jit import ShapeDtypeStruct, make_ir
+from pyree.transpiler.jit import jit as _jit
+from pyree.transpiler.source import where as _where
 from pyree.transpiler.trace import Tracer, canonicalize_array
 
 Array = _jnp.ndarray
 live_arrays = _device.live_arrays
 _NO_VALUE = object()   # an option context manager called without a value
+
+
+def jit(fun: Optional[Callable] = None, *, in_shardings: Any = None, out_shardings: Any = None,
+        **options: Any) -> Any:
+    """Compile ``fun`` with IREE, once per new signature of its arguments (``jax.jit``; the
+    options ``static_argnums``, ``static_argnames``, ``device``, ``donate_argnums``).
+
+    ``in_shardings`` places the positional arguments before each call (one sharding for all,
+    or a tuple with one entry per positional argument: a sharding, a pytree of them, or None
+    to leave that argument as it is); ``out_shardings`` places the results (one sharding, or
+    a pytree matching them). A ``PartitionSpec`` names axes of the mesh ``set_mesh`` made
+    current. The computation follows the arguments' shardings (``pyree.sharding``).
+
+    Example::
+
+        @pyree.jit
+        def selu(x, alpha=1.67, lmbda=1.05):
+            return lmbda * pyree.numpy.where(x > 0, x, alpha * pyree.numpy.exp(x) - alpha)
+
+        f = pyree.jit(lambda x, n: x * n, static_argnums=1)
+        step = pyree.jit(update, in_shardings=(replicated, rows), out_shardings=replicated)
+    """
+    if fun is None:
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 **options)
+    if in_shardings is None and out_shardings is None:
+        return _jit(fun, **options)
+    return _PlacedJit(fun, in_shardings, out_shardings, options)
+
+
+def _is_spec(value: Any) -> bool:
+    from pyree.sharding import PartitionSpec
+    return isinstance(value, PartitionSpec)
+
+
+def _state_builders() -> bool:
+    """Whether a trace is under way (a jitted function called inside another is inlined)."""
+    from pyree.transpiler.trace import current_builder
+    return current_builder() is not None
+
+
+class _PlacedJit:
+    """A jitted function whose arguments and results are placed by shardings (``jit``'s
+    ``in_shardings`` / ``out_shardings``); other attributes are the jitted function's."""
+
+    def __init__(self, fun: Callable, in_shardings: Any, out_shardings: Any,
+                 options: dict) -> None:
+        from pyree.sharding import with_sharding_constraint
+        self._in_shardings = in_shardings
+        functools.update_wrapper(self, fun)
+        self._out_shardings = out_shardings
+        if out_shardings is None:
+            self._jitted = _jit(fun, **options)
+        else:
+            @functools.wraps(fun)
+            def placed(*args: Any, **kwargs: Any) -> Any:
+                from pyree._checkpoint import call_traced
+                return with_sharding_constraint(call_traced(fun, args, kwargs), out_shardings)
+            self._jitted = _jit(placed, **options)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._in_shardings is not None:
+            args = self._placed_arguments(args)
+        outs = self._jitted(*args, **kwargs)
+        if self._out_shardings is None or _state_builders():
+            return outs
+        # Results the program did not place already (a mesh of one device, one the
+        # partitioner does not follow) are put where asked.
+        from pyree.sharding import _named
+        is_none = lambda v: v is None
+        wanted = tree_util.tree_leaves(tree_util.tree_broadcast(
+            tree_util.tree_map(lambda s: _named(s, "jit's out_shardings"),
+                               self._out_shardings, is_leaf=_is_spec), outs, is_leaf=is_none),
+            is_leaf=is_none)
+        leaves = [o if s is None or getattr(o, "sharding", None) == s else device_put(o, s)
+                  for o, s in zip(tree_util.tree_leaves(outs), wanted)]
+        return tree_util.tree_unflatten(tree_util.tree_structure(outs), leaves)
+
+    def _placed_arguments(self, args: tuple) -> tuple:
+        from pyree.sharding import PartitionSpec, with_sharding_constraint
+        shardings = self._in_shardings
+        if isinstance(shardings, (Sharding, PartitionSpec)):
+            shardings = (shardings,) * len(args)
+        if not isinstance(shardings, (tuple, list)) or len(shardings) != len(args):
+            raise ValueError(f"jit's in_shardings must be one sharding or a tuple with one entry "
+                             f"per positional argument ({len(args)} here), got {shardings!r}"
+                             f"{_where(None)}")
+        return tuple(a if s is None else with_sharding_constraint(a, s)
+                     for a, s in zip(args, shardings))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._jitted, name)
 
 
 def devices(backend: Optional[str] = None) -> list[Device]:

@@ -135,6 +135,26 @@ def test_set_mesh_reshard_and_axis_types_on_one_device():
         pyree.set_mesh("batch")
 
 
+def test_jit_in_and_out_shardings_on_one_device():
+    mesh = pyree.make_mesh((1,), ("batch",))
+    rows, replicated = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
+    host = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    f = pyree.jit(lambda x, w: (x @ w, w * 2), in_shardings=(rows, None),
+                  out_shardings=(rows, replicated))
+    y, w2 = f(host, np.eye(2, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(y), host)
+    assert y.sharding == rows and w2.sharding == replicated
+    # one sharding for every argument; a PartitionSpec under set_mesh; as a decorator factory
+    g = pyree.jit(lambda a, b: a + b, in_shardings=rows, out_shardings=rows)
+    assert g(host, host).sharding == rows
+    with pyree.set_mesh(mesh):
+        h = pyree.jit(in_shardings=P("batch"), out_shardings=P())(lambda a: a.sum(0))
+        np.testing.assert_array_equal(np.asarray(h(host)), host.sum(0))
+        assert h.lower(host).as_text()      # the jitted function's other attributes
+    with pytest.raises(ValueError, match=r"(?s)one entry per positional argument.*test_sharding"):
+        f(host)
+
+
 def test_array_sharding_and_device_put_to_a_device():
     x = jnp.arange(3.0)
     device = pyree.devices()[0]
@@ -242,6 +262,13 @@ else:
     raise AssertionError("no error")
 np.testing.assert_array_equal(np.asarray(pyree.jit(
     lambda v: pyree.lax.with_sharding_constraint(v * 2, rows))(x)), host * 2)
+# jit's in_shardings / out_shardings split the arguments and place the results:
+step2 = pyree.jit(lambda w, x: (w - 0.01 * pyree.grad(lambda w: jnp.mean((x @ w) ** 2))(w)),
+                  in_shardings=(NamedSharding(mesh, P()), rows),
+                  out_shardings=NamedSharding(mesh, P()))
+new_w = step2(w, host)
+np.testing.assert_allclose(np.asarray(new_w), expected, rtol=1e-5)
+assert new_w.sharding == NamedSharding(mesh, P()) and new_w.is_fully_replicated
 # The same through a current mesh and PartitionSpecs (pyree.set_mesh, sharding.reshard):
 from pyree.sharding import reshard
 with pyree.set_mesh(mesh):
