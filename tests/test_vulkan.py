@@ -225,3 +225,34 @@ def test_float64_exp_and_log_are_refused_on_vulkan(x64):
     np.testing.assert_allclose(np.asarray(jnp.sqrt(x) / jnp.arctan2(x, 0.5)),
                                np.sqrt(t) / np.arctan2(t, 0.5), rtol=1e-15)
 
+
+
+def test_bfloat16_contractions_on_vulkan():
+    # IREE 3.13's SPIR-V code for a product or convolution reading or writing bfloat16 in its
+    # dispatch failed to compile ("failed to legalize operation 'vector.bitcast'"): on Vulkan
+    # their bf16 operands widen, and the widening and rounding run in dispatches of their own
+    # (lower.contraction_operand). Values as on the CPU, bit for bit.
+    device = _vulkan_or_skip()
+    cpu = pyree.devices("cpu")[0]
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 24)).astype(np.float32)
+    x = rng.standard_normal((2, 8, 8, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 4)).astype(np.float32)
+    bf16, f32 = jnp.bfloat16, jnp.float32
+
+    def conv(x, w):
+        return pyree.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                              dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    cases = [(lambda a: a @ a.T, (a,)),
+             (lambda a: (a.astype(f32) @ a.astype(f32).T).astype(bf16), (a,)),
+             (pyree.grad(lambda a: jnp.sum((a @ a.T).astype(f32))), (a,)),
+             (conv, (x, w)),
+             (lambda x, w: conv(x.astype(f32), w.astype(f32)), (x, w))]
+    for f, args in cases:
+        on = [[pyree.device_put(v, d).astype(bf16) for v in args] for d in (device, cpu)]
+        got, want = (np.asarray(pyree.jit(f)(*vs).astype(f32)) for vs in on)
+        np.testing.assert_array_equal(got, want)
+    eager = pyree.device_put(a, device).astype(bf16)
+    np.testing.assert_array_equal(np.asarray((eager @ eager.T).astype(f32)),
+                                  np.asarray(pyree.jit(lambda a: a @ a.T)(eager).astype(f32)))

@@ -2215,9 +2215,49 @@ lowering_rules[P.argmax_p] = _arg_reduction_rule(True)
 lowering_rules[P.argmin_p] = _arg_reduction_rule(False)
 
 
+# IREE 3.13's SPIR-V code for a contraction that reads bfloat16 data fails to compile ("failed
+# to legalize operation 'vector.bitcast' (vector<2xf32>) -> vector<4xbf16>", Mesa's lavapipe),
+# even when the operands were widened to float32 first (x.astype(float32) @ y fuses the
+# widening into the product's dispatch), and so does one whose result is rounded to bfloat16
+# in its dispatch. On Vulkan such operands, and such results, are computed in dispatches of
+# their own (round_to_bf16).
+_BF16_TRACE_DEPTH = 8
+
+
+def _computed_from_bfloat16(value, depth: int = _BF16_TRACE_DEPTH) -> bool:
+    """Whether ``value`` is a bfloat16 tensor or is computed from one within ``depth`` ops."""
+    ir = mlir()
+    pending, seen = [(value, 0)], 0
+    while pending and seen < 64:
+        v, d = pending.pop()
+        seen += 1
+        try:
+            element = str(ir.RankedTensorType(v.type).element_type)
+        except ValueError:  # (not a tensor)
+            element = None
+        if element == "bf16":
+            return True
+        owner = v.owner
+        if d < depth and not isinstance(owner, ir.Block):
+            pending.extend((operand, d + 1) for operand in owner.operands)
+    return False
+
+
+_CONTRACTION_OPS = ("stablehlo.dot_general", "stablehlo.convolution")
+
+
+def contraction_operand(ctx: RuleContext, x):
+    """``x`` as a contraction (dot_general, convolution) operand: on Vulkan kept out of the
+    contraction's dispatch when it is computed from bfloat16 data (see above)."""
+    if ctx.lowering.platform == "vulkan" and not ctx.dynamic and _computed_from_bfloat16(x):
+        return fusion_barrier(x)
+    return x
+
+
 def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precision=None,
                       preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
+    lhs, rhs = contraction_operand(ctx, lhs), contraction_operand(ctx, rhs)
     fields = []
     for name, dims in (("lhs_batching_dimensions", lb), ("rhs_batching_dimensions", rb),
                        ("lhs_contracting_dimensions", lc), ("rhs_contracting_dimensions", rc)):
@@ -2459,8 +2499,8 @@ lowering_rules[P.dot_general_p] = _dot_general_rule
 #   program rounded less often than the same program run eagerly, and than JAX, which rounds
 #   after every operation (jnp.sin(v.astype(bf16)) differed in the last bits).
 # Operations that only move data keep their bf16 operands; contractions keep bf16 operands on
-# GPUs (tensor cores) and accumulate in f32. On the CPU a contraction's operands are widened
-# too: IREE 3.13 ran a 512x512 bf16 matmul with bf16 operands in 755 ms on this znver3 machine
+# CUDA GPUs (tensor cores) and accumulate in f32. On the CPU (and Vulkan) a contraction's
+# operands are widened too: IREE 3.13 ran a 512x512 bf16 matmul with bf16 operands in 755 ms on this znver3 machine
 # (no AVX512-BF16), where JAX took 5 ms.
 
 _BF16_DATA_MOVEMENT = frozenset({
@@ -2468,12 +2508,16 @@ _BF16_DATA_MOVEMENT = frozenset({
     P.dynamic_update_slice_p, P.concatenate_p, P.pad_p, P.rev_p, P.select_p})
 _BF16_BY_NAME = frozenset({"gather", "sort", "bitcast_convert_type", "stop_gradient"})
 _BF16_CONTRACTIONS = frozenset({"dot_general", "conv_general_dilated"})
+# Platforms whose contractions get float32 operands: on Vulkan too (IREE 3.13's SPIR-V code for
+# bf16 operands fails to compile; see contraction_operand).
+_BF16_WIDENED_CONTRACTIONS = frozenset({"cpu", "vulkan"})
 
 
 def apply_rule(rule: Callable, primitive, ctx: RuleContext, ins: Sequence, params: dict) -> list:
     """The values of ``rule`` applied to ``ins``, a list (bfloat16 computed as said above)."""
     if _bf16_computed_in_f32(primitive, ctx, params):
-        contraction = primitive.name in _BF16_CONTRACTIONS and ctx.lowering.platform != "cpu"
+        contraction = (primitive.name in _BF16_CONTRACTIONS
+                       and ctx.lowering.platform not in _BF16_WIDENED_CONTRACTIONS)
         # (In a shape-polymorphic module a contraction's operands widen by stablehlo.convert:
         # the integer form made IREE fail to compile an eager matmul. With static shapes the
         # integer form is the fast one: IREE fuses a convert into the matmul, 352 ms.)
@@ -2528,6 +2572,9 @@ def widen_bf16(ctx: RuleContext, x, aval: ShapedArray):
 
 def round_to_bf16(ctx: RuleContext, x, aval: ShapedArray):
     """float32 ``x`` rounded to the nearest bfloat16, ties to even; NaNs stay NaN (quiet)."""
+    if (ctx.lowering.platform == "vulkan" and not ctx.dynamic
+            and getattr(x.owner, "name", None) in _CONTRACTION_OPS):
+        x = fusion_barrier(x)   # (see contraction_operand: a bf16 store fused into it fails)
     i16, i32 = aval.update(dtype=np.dtype(np.int16)), aval.update(dtype=np.dtype(np.int32))
     f32 = aval.update(dtype=_F32)
     t32 = ctx.type(i32)

@@ -29,7 +29,7 @@ from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules, ze
 from .batching import batching_rules
 from .ir import ShapedArray
 from .lower import (Lowering, RuleContext, _bf16_split_product, _concatenate_rule,
-                    _splits_float32, fusion_barrier, hlo, lowering_rules, mlir, op, scalar_like,
+                    _splits_float32, contraction_operand, fusion_barrier, hlo, lowering_rules, mlir, op, scalar_like,
                     tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
@@ -162,6 +162,7 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
                    dimension_numbers, feature_group_count, batch_group_count, precision=None,
                    preferred_element_type=None):
     ir = mlir()
+    lhs, rhs = contraction_operand(ctx, lhs), contraction_operand(ctx, rhs)
     lhs_aval, rhs_aval = ctx.avals_in
     out_aval = ctx.avals_out[0]
     params = dict(window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
