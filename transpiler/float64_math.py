@@ -539,6 +539,63 @@ def _log_double_double(m, a):
     return fast_two_sum(hi, (err1 + err2) + rest)
 
 
+# -- exp, log and log1p ------------------------------------------------------------------------------
+# For targets without a float64 exp or log (SPIR-V's are 16- and 32-bit: lower.py routes
+# Vulkan's float64 exp, log and the functions built on them here). These do without the
+# error-free transformations above: Mesa's shader compiler treats float operations as
+# reassociable (it simplified Goldberg's log(u) x / (u - 1), u = 1 + x, to log(u), and
+# Dekker's products lost their error terms: float64 log1p of 1e-16 was off by 10%, pow by
+# ~500 ulps, on lavapipe).
+
+_EXP_LARGEST = 709.782712893384      # log of the largest float64: above it exp is inf
+_EXP_SMALLEST = -745.1332191019412   # below it e**x rounds to 0 (under the least subnormal)
+_INV_LN2 = 1.4426950408889634
+# 1/n! for n = 0..13: e**r to 4e-18 (relative) for |r| <= ln 2 / 2.
+_EXP_TAYLOR = tuple(float(Fraction(1, math.factorial(n))) for n in range(14))
+# 2 / (2n + 1) for n = 0..17: log1p x = 2 atanh s = sum of 2 s**(2n+1) / (2n + 1), s = x / (2 + x),
+# to 1e-18 (relative) for |s| <= 1/3 (|x| <= 1/2).
+_LOG1P_ATANH = tuple(2.0 / (2 * n + 1) for n in range(18))
+
+
+def exp(m, x):
+    """e**x from +, *, floor and bit casts: x = k ln 2 + r with |r| <= ln 2 / 2 (k ln 2 taken
+    off in two parts, the first exact), e**r by its Taylor series, then 2**k put in as two
+    factors built in the exponent bits (each in the normal range, so that results near
+    overflow and the subnormal ones come out right). Within ~1 ulp of the correctly rounded
+    value (the tests measure it)."""
+    c = constants()
+    clamped = m.clamp(x, _EXP_SMALLEST - 1.0, _EXP_LARGEST + 1.0)   # (keeps k an integer)
+    k = m.floor(clamped * _INV_LN2 + 0.5)
+    r = (clamped - k * c.ln2_hi) - k * c.ln2_lo
+    power = m.to_int(k)
+    half = power >> 1                     # (arithmetic shift: floor(k / 2))
+    result = _horner(_EXP_TAYLOR, r) * _pow2(m, half) * _pow2(m, power - half)
+    result = m.select(x > _EXP_LARGEST, float("inf"), result)
+    result = m.select(x < _EXP_SMALLEST, 0.0, result)
+    return m.select(x != x, x, result)
+
+
+def log(m, x):
+    """The natural logarithm from +, *, / and bit casts (``_log_double_double``, rounded to
+    float64): -inf at +-0, NaN below 0, inf at inf, NaN for NaN."""
+    positive_finite = (x > 0.0) & (x < float("inf"))
+    hi, lo = _log_double_double(m, m.select(positive_finite, x, 1.0))
+    result = hi + lo
+    result = m.select(x == 0.0, -float("inf"), result)
+    result = m.select(x < 0.0, float("nan"), result)
+    result = m.select(x == float("inf"), x, result)
+    return m.select(x != x, x, result)
+
+
+def log1p(m, x):
+    """log(1 + x) without cancelling terms: 2 atanh(x / (2 + x)) by its series for |x| <= 1/2,
+    ``log(1 + x)`` (``log`` above) past that, where 1 + x keeps x's precision."""
+    near = m.abs(x) <= 0.5
+    s = m.select(near, x, 0.0) / (m.select(near, x, 0.0) + 2.0)
+    series = s * _horner(_LOG1P_ATANH, s * s)
+    return m.select(near, series, log(m, x + 1.0))
+
+
 def pow_abs(m, a, y):
     """a**y for a >= 0 (C's pow there): exp(y log a), with y log a in double-double so that its
     rounding, which exp magnifies by up to 745, stays below 2**-60."""

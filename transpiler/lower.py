@@ -523,10 +523,15 @@ class _FanIn:
 # (and complex128) they fail to compile ("'spirv.GL.Exp' op operand #0 must be 16/32-bit
 # float", lavapipe). sin, cos, tan, atan2, cbrt, sqrt, rem and the rest compiled and matched
 # NumPy to 1-2 ulps there (pyree builds the trigonometric ones, float64_math.py).
-VULKAN_NO_FLOAT64 = frozenset({P.exp_p, P.log_p, P.log1p_p, P.expm1_p, P.tanh_p, P.logistic_p,
-                               P.erf_p, P.pow_p})
-# complex128 sin, cos and tan are built from float64 exp (float64_math.complex_sin ...).
-VULKAN_NO_COMPLEX128 = VULKAN_NO_FLOAT64 | {P.sin_p, P.cos_p, P.tan_p}
+# pyree builds float64 exp, log and log1p from arithmetic there (float64_math.exp, log, log1p:
+# ``exp_f64``, ``log_f64``), and expm1, tanh and logistic from those; erf, which IREE expands
+# itself, and pow, whose float64 formula needs exact products that Mesa's shader compiler
+# does not keep (float64_math), are refused.
+VULKAN_NO_FLOAT64 = frozenset({P.erf_p, P.pow_p})
+# complex128 functions are built from float64 exp, log, sin and cos (float64_math.complex_exp
+# ...): not yet checked on Vulkan.
+VULKAN_NO_COMPLEX128 = frozenset({P.exp_p, P.log_p, P.log1p_p, P.expm1_p, P.tanh_p,
+                                  P.logistic_p, P.erf_p, P.pow_p, P.sin_p, P.cos_p, P.tan_p})
 
 
 def check_device_types(primitive, avals: Sequence[ShapedArray], loc) -> None:
@@ -538,7 +543,7 @@ def check_device_types(primitive, avals: Sequence[ShapedArray], loc) -> None:
 
     Example::
 
-        check_device_types(P.exp_p, [ShapedArray((3,), np.float64)] * 2, eqn.loc)  # raises
+        check_device_types(P.erf_p, [ShapedArray((3,), np.float64)] * 2, eqn.loc)  # raises
     """
     from pyree.runtime.device import vulkan_missing_feature
     from .source import where
@@ -554,10 +559,12 @@ def check_device_types(primitive, avals: Sequence[ShapedArray], loc) -> None:
     if primitive in VULKAN_NO_COMPLEX128 and np.dtype(np.complex128) in dtypes:
         wide = np.dtype(np.complex128)
     if wide is not None:
+        why = ("its float64 formula needs exact products that Vulkan drivers may reassociate"
+               if primitive is P.pow_p and wide == np.float64 else
+               "SPIR-V's exp and log instructions take 16- and 32-bit floats only, and IREE "
+               "3.13 expands this function into them")
         raise TypeError(f"{primitive.name} of {wide.name} values cannot be computed on Vulkan: "
-                        f"SPIR-V's exp and log instructions take 16- and 32-bit floats only, "
-                        f"and IREE 3.13 has no float64 form of them (compute it in float32, or "
-                        f"on the CPU){where(loc)}")
+                        f"{why} (compute it in float32, or on the CPU){where(loc)}")
 
 
 def _location(eqn: Eqn):
@@ -996,10 +1003,10 @@ class ElementwiseOps:
         return [self.wrap(r, d) for r, d in zip(if_op.results, dtypes)]
 
     def exp(self, x: "Value") -> "Value":
-        return self.apply("exponential", x.dtype, x)
+        return self.wrap(exp_f64(self.ctx, x.value, ShapedArray(self.shape, x.dtype)), x.dtype)
 
     def log(self, x: "Value") -> "Value":
-        return self.apply("log", x.dtype, x)
+        return self.wrap(log_f64(self.ctx, x.value, ShapedArray(self.shape, x.dtype)), x.dtype)
 
     def sqrt(self, x: "Value") -> "Value":
         return self.apply("sqrt", x.dtype, x)
@@ -1096,8 +1103,7 @@ def _float64_formula(ctx: RuleContext, formula: Callable, *operands):
 
 
 _UNARY = {
-    P.neg_p: "negate", P.exp_p: "exponential", P.log_p: "log", P.logistic_p: "logistic",
-    P.sqrt_p: "sqrt", P.rsqrt_p: "rsqrt", P.floor_p: "floor", P.ceil_p: "ceil", P.not_p: "not",
+    P.neg_p: "negate", P.sqrt_p: "sqrt", P.rsqrt_p: "rsqrt", P.floor_p: "floor", P.ceil_p: "ceil", P.not_p: "not",
     P.is_finite_p: "is_finite",
 }
 
@@ -1136,12 +1142,58 @@ def _round_rule(ctx: RuleContext, x, *, rounding_method: int = 0):
 # links against a libm symbol that is not there). For float64 these rules use exp and log,
 # which are accurate, with the classic corrections that cancel the rounding error of 1 + x.
 
+def exp_f64(ctx: RuleContext, x, aval: ShapedArray):
+    """``exp`` of ``x`` (of ``aval``): float64 on Vulkan from arithmetic (float64_math.exp;
+    see VULKAN_NO_FLOAT64), else IREE's."""
+    if aval.dtype == _F64 and ctx.lowering.platform == "vulkan":
+        return _float64_formula_of(ctx, float64_math.exp, x, aval)
+    return hlo("exponential", tensor_type(aval, ctx.dynamic), x)
+
+
+def log_f64(ctx: RuleContext, x, aval: ShapedArray):
+    """``log`` of ``x``, as ``exp_f64``."""
+    if aval.dtype == _F64 and ctx.lowering.platform == "vulkan":
+        return _float64_formula_of(ctx, float64_math.log, x, aval)
+    return hlo("log", tensor_type(aval, ctx.dynamic), x)
+
+
+def _float64_formula_of(ctx: RuleContext, formula: Callable, x, aval: ShapedArray):
+    ops = ElementwiseOps(ctx, x, aval.shape)
+    return formula(ops, ops.wrap(x, _F64)).value
+
+
+def _exp_rule(ctx: RuleContext, x):
+    return exp_f64(ctx, x, ctx.avals_in[0])
+
+
+def _log_rule(ctx: RuleContext, x):
+    return log_f64(ctx, x, ctx.avals_in[0])
+
+
+def _logistic_rule(ctx: RuleContext, x):
+    aval = ctx.avals_in[0]
+    if not (aval.dtype == _F64 and ctx.lowering.platform == "vulkan"):
+        return hlo("logistic", ctx.out_type(), x)
+    # 1 / (1 + e**-x), written e**x / (1 + e**x) for x < 0 so that e**-x cannot overflow.
+    t = ctx.out_type()
+    e = exp_f64(ctx, hlo("negate", t, hlo("abs", t, x)), aval)
+    one = _splat(ctx, 1.0, aval, x)
+    positive = hlo("divide", t, one, hlo("add", t, one, e))
+    return hlo("select", t, _compare(ctx, x, _splat(ctx, 0.0, aval, x), "LT", aval),
+               hlo("divide", t, e, hlo("add", t, one, e)), positive)
+
+
+lowering_rules[P.exp_p] = _exp_rule
+lowering_rules[P.log_p] = _log_rule
+lowering_rules[P.logistic_p] = _logistic_rule
+
+
 def _expm1_f64(ctx: RuleContext, x, aval: ShapedArray):
     # Kahan: with u = exp(x) rounded, (u - 1) * x / log(u) is accurate whenever u != 1.
     t = tensor_type(aval, ctx.dynamic)
-    u = hlo("exponential", t, x)
+    u = exp_f64(ctx, x, aval)
     u_minus_1 = hlo("subtract", t, u, _splat(ctx, 1.0, aval, x))
-    corrected = hlo("multiply", t, u_minus_1, hlo("divide", t, x, hlo("log", t, u)))
+    corrected = hlo("multiply", t, u_minus_1, hlo("divide", t, x, log_f64(ctx, u, aval)))
     # u == 1: |x| is below the rounding of 1, and expm1 x = x. u == inf (inf / inf) or u == 0
     # (x / log 0 = -0): the correction breaks down, and u - 1 is already exact.
     tiny = _compare(ctx, u, _splat(ctx, 1.0, aval, x), "EQ", aval)
@@ -1155,7 +1207,7 @@ def _log1p_f64(ctx: RuleContext, x, aval: ShapedArray):
     # Goldberg: with u = 1 + x rounded, log(u) * x / (u - 1) is accurate whenever u != 1.
     t = tensor_type(aval, ctx.dynamic)
     u = hlo("add", t, x, _splat(ctx, 1.0, aval, x))
-    corrected = hlo("multiply", t, hlo("log", t, u),
+    corrected = hlo("multiply", t, log_f64(ctx, u, aval),
                     hlo("divide", t, x, hlo("subtract", t, u, _splat(ctx, 1.0, aval, x))))
     tiny = _compare(ctx, u, _splat(ctx, 1.0, aval, x), "EQ", aval)
     infinite = _compare(ctx, u, _splat(ctx, np.inf, aval, x), "EQ", aval)
@@ -1171,6 +1223,8 @@ def _expm1_rule(ctx: RuleContext, x):
 
 def _log1p_rule(ctx: RuleContext, x):
     aval = ctx.avals_in[0]
+    if aval.dtype == np.float64 and ctx.lowering.platform == "vulkan":
+        return _float64_formula_of(ctx, float64_math.log1p, x, aval)   # (see float64_math)
     if aval.dtype == np.float64:
         return _log1p_f64(ctx, x, aval)
     return hlo("log_plus_one", ctx.out_type(), x)
