@@ -58,7 +58,7 @@ def _is_spec(value: Any) -> bool:
     return isinstance(value, PartitionSpec)
 
 
-def _state_builders() -> bool:
+def _tracing() -> bool:
     """Whether a trace is under way (a jitted function called inside another is inlined)."""
     from pyree.transpiler.trace import current_builder
     return current_builder() is not None
@@ -87,7 +87,7 @@ class _PlacedJit:
         if self._in_shardings is not None:
             args = self._placed_arguments(args)
         outs = self._jitted(*args, **kwargs)
-        if self._out_shardings is None or _state_builders():
+        if self._out_shardings is None or _tracing():
             return outs
         # Results the program did not place already (a mesh of one device, one the
         # partitioner does not follow) are put where asked.

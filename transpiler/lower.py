@@ -524,7 +524,7 @@ class _FanIn:
 # float", lavapipe). sin, cos, tan, atan2, cbrt, sqrt, rem and the rest compiled and matched
 # NumPy to 1-2 ulps there (pyree builds the trigonometric ones, float64_math.py).
 # pyree builds float64 exp, log and log1p from arithmetic there (float64_math.exp, log, log1p:
-# ``exp_f64``, ``log_f64``), and expm1, tanh and logistic from those; erf, which IREE expands
+# ``exponential``, ``logarithm``), and expm1, tanh and logistic from those; erf, which IREE expands
 # itself, and pow, whose float64 formula needs exact products that Mesa's shader compiler
 # does not keep (float64_math), are refused.
 VULKAN_NO_FLOAT64 = frozenset({P.erf_p, P.pow_p})
@@ -1003,10 +1003,10 @@ class ElementwiseOps:
         return [self.wrap(r, d) for r, d in zip(if_op.results, dtypes)]
 
     def exp(self, x: "Value") -> "Value":
-        return self.wrap(exp_f64(self.ctx, x.value, ShapedArray(self.shape, x.dtype)), x.dtype)
+        return self.wrap(exponential(self.ctx, x.value, ShapedArray(self.shape, x.dtype)), x.dtype)
 
     def log(self, x: "Value") -> "Value":
-        return self.wrap(log_f64(self.ctx, x.value, ShapedArray(self.shape, x.dtype)), x.dtype)
+        return self.wrap(logarithm(self.ctx, x.value, ShapedArray(self.shape, x.dtype)), x.dtype)
 
     def sqrt(self, x: "Value") -> "Value":
         return self.apply("sqrt", x.dtype, x)
@@ -1095,10 +1095,10 @@ def _complex128_formula(ctx: RuleContext, formula: Callable, *operands):
     return hlo("complex", ctx.out_type(), re.value, im.value)
 
 
-def _float64_formula(ctx: RuleContext, formula: Callable, *operands):
+def _float64_formula(ctx: RuleContext, formula: Callable, *operands, shape=None):
     """Lower an elementwise float64 op by ``formula(ops, *values)`` (float64_math.py);
-    operands have the result's shape."""
-    ops = ElementwiseOps(ctx, operands[0], ctx.avals_out[0].shape)
+    operands have the result's shape (or ``shape``)."""
+    ops = ElementwiseOps(ctx, operands[0], ctx.avals_out[0].shape if shape is None else shape)
     return formula(ops, *(ops.wrap(v, _F64) for v in operands)).value
 
 
@@ -1142,32 +1142,28 @@ def _round_rule(ctx: RuleContext, x, *, rounding_method: int = 0):
 # links against a libm symbol that is not there). For float64 these rules use exp and log,
 # which are accurate, with the classic corrections that cancel the rounding error of 1 + x.
 
-def exp_f64(ctx: RuleContext, x, aval: ShapedArray):
+def exponential(ctx: RuleContext, x, aval: ShapedArray):
     """``exp`` of ``x`` (of ``aval``): float64 on Vulkan from arithmetic (float64_math.exp;
     see VULKAN_NO_FLOAT64), else IREE's."""
     if aval.dtype == _F64 and ctx.lowering.platform == "vulkan":
-        return _float64_formula_of(ctx, float64_math.exp, x, aval)
+        return _float64_formula(ctx, float64_math.exp, x, shape=aval.shape)
     return hlo("exponential", tensor_type(aval, ctx.dynamic), x)
 
 
-def log_f64(ctx: RuleContext, x, aval: ShapedArray):
-    """``log`` of ``x``, as ``exp_f64``."""
+def logarithm(ctx: RuleContext, x, aval: ShapedArray):
+    """``log`` of ``x`` (of ``aval``), as ``exponential``."""
     if aval.dtype == _F64 and ctx.lowering.platform == "vulkan":
-        return _float64_formula_of(ctx, float64_math.log, x, aval)
+        return _float64_formula(ctx, float64_math.log, x, shape=aval.shape)
     return hlo("log", tensor_type(aval, ctx.dynamic), x)
 
 
-def _float64_formula_of(ctx: RuleContext, formula: Callable, x, aval: ShapedArray):
-    ops = ElementwiseOps(ctx, x, aval.shape)
-    return formula(ops, ops.wrap(x, _F64)).value
-
 
 def _exp_rule(ctx: RuleContext, x):
-    return exp_f64(ctx, x, ctx.avals_in[0])
+    return exponential(ctx, x, ctx.avals_in[0])
 
 
 def _log_rule(ctx: RuleContext, x):
-    return log_f64(ctx, x, ctx.avals_in[0])
+    return logarithm(ctx, x, ctx.avals_in[0])
 
 
 def _logistic_rule(ctx: RuleContext, x):
@@ -1176,7 +1172,7 @@ def _logistic_rule(ctx: RuleContext, x):
         return hlo("logistic", ctx.out_type(), x)
     # 1 / (1 + e**-x), written e**x / (1 + e**x) for x < 0 so that e**-x cannot overflow.
     t = ctx.out_type()
-    e = exp_f64(ctx, hlo("negate", t, hlo("abs", t, x)), aval)
+    e = exponential(ctx, hlo("negate", t, hlo("abs", t, x)), aval)
     one = _splat(ctx, 1.0, aval, x)
     positive = hlo("divide", t, one, hlo("add", t, one, e))
     return hlo("select", t, _compare(ctx, x, _splat(ctx, 0.0, aval, x), "LT", aval),
@@ -1191,9 +1187,9 @@ lowering_rules[P.logistic_p] = _logistic_rule
 def _expm1_f64(ctx: RuleContext, x, aval: ShapedArray):
     # Kahan: with u = exp(x) rounded, (u - 1) * x / log(u) is accurate whenever u != 1.
     t = tensor_type(aval, ctx.dynamic)
-    u = exp_f64(ctx, x, aval)
+    u = exponential(ctx, x, aval)
     u_minus_1 = hlo("subtract", t, u, _splat(ctx, 1.0, aval, x))
-    corrected = hlo("multiply", t, u_minus_1, hlo("divide", t, x, log_f64(ctx, u, aval)))
+    corrected = hlo("multiply", t, u_minus_1, hlo("divide", t, x, logarithm(ctx, u, aval)))
     # u == 1: |x| is below the rounding of 1, and expm1 x = x. u == inf (inf / inf) or u == 0
     # (x / log 0 = -0): the correction breaks down, and u - 1 is already exact.
     tiny = _compare(ctx, u, _splat(ctx, 1.0, aval, x), "EQ", aval)
@@ -1207,7 +1203,7 @@ def _log1p_f64(ctx: RuleContext, x, aval: ShapedArray):
     # Goldberg: with u = 1 + x rounded, log(u) * x / (u - 1) is accurate whenever u != 1.
     t = tensor_type(aval, ctx.dynamic)
     u = hlo("add", t, x, _splat(ctx, 1.0, aval, x))
-    corrected = hlo("multiply", t, log_f64(ctx, u, aval),
+    corrected = hlo("multiply", t, logarithm(ctx, u, aval),
                     hlo("divide", t, x, hlo("subtract", t, u, _splat(ctx, 1.0, aval, x))))
     tiny = _compare(ctx, u, _splat(ctx, 1.0, aval, x), "EQ", aval)
     infinite = _compare(ctx, u, _splat(ctx, np.inf, aval, x), "EQ", aval)
@@ -1224,7 +1220,7 @@ def _expm1_rule(ctx: RuleContext, x):
 def _log1p_rule(ctx: RuleContext, x):
     aval = ctx.avals_in[0]
     if aval.dtype == np.float64 and ctx.lowering.platform == "vulkan":
-        return _float64_formula_of(ctx, float64_math.log1p, x, aval)   # (see float64_math)
+        return _float64_formula(ctx, float64_math.log1p, x, shape=aval.shape)   # (see float64_math)
     if aval.dtype == np.float64:
         return _log1p_f64(ctx, x, aval)
     return hlo("log_plus_one", ctx.out_type(), x)
