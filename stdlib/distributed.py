@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import time
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -149,7 +150,12 @@ def _abort_all_on_uncaught_exception(comm) -> None:
     def abort_all(kind, value, traceback) -> None:
         previous(kind, value, traceback)
         if _state.comm is comm and not issubclass(kind, KeyboardInterrupt):
+            sys.stdout.flush()
             sys.stderr.flush()
+            # The launcher forwards the processes' output as it comes; the abort ends the
+            # forwarding (MPICH's hydra dropped the tail of the traceback once, a loaded
+            # machine): give it a moment first.
+            time.sleep(0.5)
             comm.Abort(1)
 
     sys.excepthook = abort_all
