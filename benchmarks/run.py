@@ -116,14 +116,14 @@ def bench_selu(rounds: int, eager: bool) -> dict:
     return compare(contestants, rounds)
 
 
-def bench_norm(rounds: int) -> dict:
+def bench_norm(rounds: int, eager: bool = False) -> dict:
     x = np.random.RandomState(0).randn(10000, 10).astype(np.float32)
     norm = make_norm()
-    fp = pyree.jit(norm)
+    fp = norm if eager else pyree.jit(norm)
     xp = pyree.device_put(x)
     contestants = {"pyree": lambda: fp(xp).block_until_ready()}
     if jax is not None:
-        fj = jax.jit(norm)
+        fj = norm if eager else jax.jit(norm)
         xj = jax.device_put(x)
         contestants["jax"] = lambda: fj(xj).block_until_ready()
     contestants["numpy"] = lambda: norm(x)
@@ -445,6 +445,8 @@ def main() -> None:
         ("SELU 1M f32, jit", lambda: bench_selu(args.rounds, eager=False), 1.2),
         ("SELU 1M f32, eager", lambda: bench_selu(args.rounds, eager=True), 2.0),
         ("(X - X.mean(0)) / X.std(0), 10000x10", lambda: bench_norm(args.rounds), 1.2),
+        ("(X - X.mean(0)) / X.std(0), 10000x10, eager",
+         lambda: bench_norm(args.rounds, eager=True), 1.2),
         ("matmul 1000x1000 f32", lambda: bench_matmul(args.rounds), 1.5),
     ]
     benchmarks += conv_benchmarks(args.rounds)
