@@ -271,6 +271,12 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
     if primitive is P.dot_general_p and params["dimension_numbers"] != _BATCHED_MATMUL:
         return [_dot_general(arrays, avals_out[0], params)]
 
+    return _apply_kernel(primitive, arrays, avals_in, avals_out, params)
+
+
+def _apply_kernel(primitive, arrays: list, avals_in: list, avals_out: list,
+                  params: dict) -> list[Array]:
+    """``primitive`` run by its shape-polymorphic kernel, as it is."""
     names = DYNAMIC_PARAMS.get(primitive, ())
     dyn_counts, ints = {}, []
     for name in names:
@@ -426,12 +432,19 @@ def _blocked_sum(x: Array, axes: tuple) -> Optional[Array]:
         if block is not None:
             split = view(x, x.aval.update(
                 shape=x.shape[:axis] + (x.shape[axis] // block, block) + x.shape[axis + 1:]))
-            partial = apply_unchecked(P.reduce_sum_p, [split], {"axes": (axis + 1,)})[0]
+            # Each block summed by one kernel, not blocked again, as under jit: a sum over
+            # 10,000 rows took 5 kernels instead of 2 (alternating, 300 calls each: 247-320 us
+            # against 199-237 us); the accuracy stayed at 1-2e-7 relative.
+            partial = _plain_sum(split, (axis + 1,))
             total = _blocked_sum(partial, axes)
-            if total is None:
-                total = apply_unchecked(P.reduce_sum_p, [partial], {"axes": axes})[0]
-            return total
+            return total if total is not None else _plain_sum(partial, axes)
     return None
+
+
+def _plain_sum(x: Array, axes: tuple) -> Array:
+    """A float sum over ``axes`` in one kernel."""
+    out = x.aval.update(shape=tuple(d for i, d in enumerate(x.shape) if i not in axes))
+    return _apply_kernel(P.reduce_sum_p, [x], [x.aval], [out], {"axes": tuple(axes)})[0]
 
 
 def _transposed(x: Array, permutation: tuple) -> Array:
