@@ -26,13 +26,11 @@ os.environ.setdefault("PYREE_NUM_CPU_DEVICES", "2")
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                            + " --xla_force_host_platform_device_count=2").strip()
 
-import numpy as np  # noqa: E402
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ad import LEARNING_RATE, make_mlp_loss, make_mlp_step, mlp_inputs  # noqa: E402
+from ad import (LEARNING_RATE, check_same_results, make_mlp_loss, make_mlp_step,  # noqa: E402
+                mlp_inputs)
 from run import compare, jax, run_alone  # noqa: E402  (jax: None if not installed)
 
-import pyree  # noqa: E402
 
 if jax is not None:
     import jax.nn  # noqa: E402
@@ -78,10 +76,7 @@ def bench_pmap_step(rounds: int) -> dict:
         contestants[name] = (lambda step=step, lib=lib:
                              lib.block_until_ready(step(params, xs, labels)))
         results[name] = step(params, xs, labels)
-    if "jax" in results:  # same step, same numbers
-        for got, want in zip(pyree.tree_util.tree_leaves(results["pyree"]),
-                             jax.tree_util.tree_leaves(results["jax"])):
-            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-4, atol=2e-5)
+    check_same_results(results)
     return compare(contestants, rounds)
 
 
@@ -98,10 +93,7 @@ def bench_sharded_jit_step(rounds: int) -> dict:
         contestants[name] = (lambda step=step, args=args, lib=lib:
                              lib.block_until_ready(step(*args)))
         results[name] = step(*args)
-    if "jax" in results:  # same step, same numbers
-        for got, want in zip(pyree.tree_util.tree_leaves(results["pyree"]),
-                             jax.tree_util.tree_leaves(results["jax"])):
-            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-4, atol=2e-5)
+    check_same_results(results)
     return compare(contestants, rounds)
 
 

@@ -10,9 +10,6 @@ parameters equals the single-device step, over several steps, with JAX's output 
 as one IREE multi-device program; every rule's values, and those of operations that gather,
 against NumPy.
 """
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,6 +21,7 @@ from pyree.transpiler import partition, primitives as P
 from pyree.transpiler.ir import ShapedArray
 from pyree.transpiler.spmd import transfer_p
 from pyree.transpiler.trace import get_aval, trace_to_ir
+from test_sharding import _run_on_devices
 
 
 def mlp_loss(params, x, y):
@@ -457,18 +455,7 @@ print("ok")
 """
 
 
-def _run_on_devices(script_text: str, count: int, tmp_path) -> subprocess.CompletedProcess:
-    """Run a script in a process with ``count`` CPU devices; it imports this file."""
-    script = tmp_path / "test_sharded_jit_script.py"
-    tests = os.path.dirname(os.path.abspath(__file__))
-    script.write_text(f"import sys\nsys.path.insert(0, {tests!r})\n" + script_text)
-    env = dict(os.environ, PYREE_NUM_CPU_DEVICES=str(count), PYREE_PLATFORM="cpu",
-               PYREE_EAGER_WARMUP="0")
-    return subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=900)
-
-
 @pytest.mark.parametrize("count", [2, 4])
 def test_jit_follows_named_sharding_on_several_cpu_devices(count, tmp_path):
-    done = _run_on_devices(_ON_N_DEVICES, count, tmp_path)
+    done = _run_on_devices(_ON_N_DEVICES, count, tmp_path, "test_sharded_jit_script", 900)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-4000:]

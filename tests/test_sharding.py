@@ -300,15 +300,17 @@ print("ok")
 """
 
 
-def _run_on_devices(script_text: str, count: int, tmp_path) -> subprocess.CompletedProcess:
-    """Run a script in a process with ``count`` CPU devices; it imports this file."""
-    script = tmp_path / "test_sharding_script.py"
+def _run_on_devices(script_text: str, count: int, tmp_path, name: str = "test_sharding_script",
+                    timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run a script (file ``name``.py) in a process with ``count`` CPU devices; it can import
+    the test files."""
+    script = tmp_path / f"{name}.py"
     tests = os.path.dirname(os.path.abspath(__file__))
     script.write_text(f"import sys\nsys.path.insert(0, {tests!r})\n" + script_text)
     env = dict(os.environ, PYREE_NUM_CPU_DEVICES=str(count), PYREE_PLATFORM="cpu",
                PYREE_EAGER_WARMUP="0")
     return subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize("count", [2, 4])
