@@ -501,3 +501,49 @@ def test_work_estimate_counts_convolution_products():
     conv = pyree.jit(lambda x, w: lax.conv_general_dilated(
         x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))).trace(x, w)
     assert estimate_work(conv) == 8 * 16 * 16 * 8 * (3 * 3 * 4)
+
+
+def test_library_reductions_run_compiled_once_hot_and_op_by_op_before(monkeypatch):
+    """jnp.mean/var/std/sum called eagerly with one signature HOT_CALLS times run from then on
+    as one compiled program (as JAX jits them), op by op before; same values either way."""
+    from pyree.transpiler import eager
+    from pyree.transpiler.jit import HOT_CALLS
+    binds = collections.Counter()
+    apply = eager.apply_unchecked
+
+    def counted(primitive, args, params):
+        binds[primitive.name] += 1
+        return apply(primitive, args, params)
+    monkeypatch.setattr(eager, "apply_unchecked", counted)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, 7)).astype(np.float32) + 5
+    mask = rng.random((3000, 7)) > 0.3
+    xa, ma = jnp.asarray(x), jnp.asarray(mask)
+    x64 = x.astype(np.float64)
+    cases = [
+        (lambda: jnp.std(xa, 0, ddof=1, keepdims=True), x64.std(0, ddof=1, keepdims=True)),
+        (lambda: xa.var(axis=(0, 1)), x64.var()),
+        (lambda: jnp.mean(xa, 1, where=ma), np.mean(x64, 1, where=mask)),
+        (lambda: jnp.sum(xa, axis=0, initial=2.0), x64.sum(0) + 2),
+    ]
+    for run, want in cases:
+        for call in range(HOT_CALLS + 2):
+            binds.clear()
+            got = run()
+            assert (sum(binds.values()) == 0) == (call >= HOT_CALLS), (call, binds)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=2e-6)
+    # Another shape starts op by op again; a NumPy operand or a list of axes always is.
+    binds.clear()
+    jnp.std(xa[:10], 0, ddof=1, keepdims=True)
+    assert binds
+    for _ in range(HOT_CALLS + 1):
+        binds.clear()
+        jnp.mean(x, 0)
+        assert binds
+        binds.clear()
+        jnp.mean(xa, [0, 1])
+        assert binds
+    # Errors are the function's own, hot or not.
+    for _ in range(HOT_CALLS + 1):
+        with pytest.raises(ValueError, match="axis 2"):
+            jnp.mean(xa, 2)

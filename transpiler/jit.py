@@ -743,3 +743,67 @@ def make_ir(fun: Callable, static_argnums: Any = None, static_argnames: Any = No
         return jitted.trace(*args, **kwargs)
 
     return traced
+
+
+# -- library functions compiled when hot -----------------------------------------------------------
+
+# Eager calls of one signature before it runs as one compiled program (see compiled_when_hot).
+HOT_CALLS = 3
+_HOT_COUNTS_LIMIT = 4096
+_PLAIN_STATIC = (type(None), bool, int, float, str, np.dtype, type, tuple)
+
+
+def compiled_when_hot(*static_argnames: str) -> Callable:
+    """Decorator for a library function of several primitives (``jnp.mean``, ``var``, ``std``):
+    called eagerly on Arrays with one signature ``HOT_CALLS`` times, it runs from then on as one
+    compiled program, as JAX jits its ``jnp`` reductions; before that, op by op, so that a
+    shape met once or twice costs no compile (eager kernels are compiled for any shape). Under
+    a trace, or with non-Array operands, the function runs as written.
+
+    The eager normalisation ``(x - x.mean(0)) / x.std(0)`` of a 10,000 x 10 array ran 20
+    kernels op by op (1.35-1.6 ms here; JAX 0.44 ms): its mean and std are one program each.
+
+    Example::
+
+        @compiled_when_hot("axis", "dtype", "keepdims")
+        def mean(a, axis=None, dtype=None, keepdims=False): ...
+    """
+    def wrap(fn: Callable) -> Callable:
+        jitted = JitFunction(fn, static_argnames=static_argnames)
+        names = [p.name for p in inspect.signature(fn).parameters.values()]
+        static = frozenset(static_argnames)
+        counts: dict[tuple, int] = {}
+
+        def part(name: str, value: Any) -> Any:
+            if name in static:
+                if isinstance(value, _PLAIN_STATIC):
+                    return value
+            elif type(value) is Array:
+                return value.aval, value._device
+            elif value is None:
+                return None
+            raise _NotHot
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if _state.builders or _jit_disabled or len(args) > len(names):
+                return fn(*args, **kwargs)
+            try:
+                key = (_trace_options, tuple(part(n, v) for n, v in zip(names, args)),
+                       tuple((n, part(n, kwargs[n])) for n in sorted(kwargs)))
+                seen = counts.get(key, 0)
+            except (_NotHot, TypeError):   # (TypeError: an unhashable static value)
+                return fn(*args, **kwargs)
+            if seen >= HOT_CALLS:
+                return jitted(*args, **kwargs)
+            if len(counts) >= _HOT_COUNTS_LIMIT:
+                counts.clear()
+            counts[key] = seen + 1
+            return fn(*args, **kwargs)
+        call.__wrapped_eagerly__ = fn
+        return call
+    return wrap
+
+
+class _NotHot(Exception):
+    """An operand compiled_when_hot does not count (a NumPy array, a Python scalar, ...)."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from pyree import dtypes, lax
 from pyree.transpiler import primitives as P
+from pyree.transpiler.jit import compiled_when_hot
 from pyree.transpiler.trace import get_aval
 
 from ._util import (broadcast_to_shape, canonical_axes, canonical_axis, check_arraylike,
@@ -74,6 +75,7 @@ def _reduce(name: str, prim, a: Any, axis: Any, dtype: Any, keepdims: bool, init
     return result
 
 
+@compiled_when_hot("axis", "dtype", "keepdims", "initial")
 def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
         initial: Any = None, where: Any = None) -> Any:
     """Sum of elements over ``axis`` (all axes by default).
@@ -201,6 +203,7 @@ def _count(shape: tuple, axes: tuple) -> int:
     return math.prod(shape[i] for i in axes)
 
 
+@compiled_when_hot("axis", "dtype", "keepdims")
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
          where: Any = None) -> Any:
     """Arithmetic mean over ``axis`` (integers average in the default float type).
@@ -234,6 +237,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims
     return result if result_dtype is None else convert(result, result_dtype)
 
 
+@compiled_when_hot("axis", "dtype", "ddof", "keepdims", "correction")
 def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, where: Any = None, correction: Any = None) -> Any:
     """Variance over ``axis``: ``mean(|a - mean(a)|**2)`` divided by ``N - ddof``.
@@ -281,6 +285,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
     return convert(P.div_p.bind(total, count), result_dtype)
 
 
+@compiled_when_hot("axis", "dtype", "ddof", "keepdims", "correction")
 def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, where: Any = None, correction: Any = None) -> Any:
     """Standard deviation over ``axis`` (the square root of ``var``).
