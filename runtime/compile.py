@@ -343,12 +343,19 @@ def compile_function(mlir_text: str, flags: Sequence[str], function: str, *,
     return _compiled(mlir_text, flags, cache_text, function)
 
 
-def _compiled(mlir_text: str, flags: Sequence[str], cache_text: Optional[str],
-              function: Optional[str]) -> tuple[bytes, str]:
+def _prepared_with_key(mlir_text: str, flags: Sequence[str], cache_text: Optional[str]
+                       ) -> tuple[str, tuple[str, ...], str]:
+    """(module text, flags) as compiled (prepare_module), and the cache key."""
     if cache_text is not None:
         cache_text = prepare_module(cache_text, flags)[0]
     mlir_text, flags = prepare_module(mlir_text, flags)
-    key = cache_key(cache_text if cache_text is not None else mlir_text, flags)
+    return mlir_text, flags, cache_key(cache_text if cache_text is not None else mlir_text,
+                                       flags)
+
+
+def _compiled(mlir_text: str, flags: Sequence[str], cache_text: Optional[str],
+              function: Optional[str]) -> tuple[bytes, str]:
+    mlir_text, flags, key = _prepared_with_key(mlir_text, flags, cache_text)
     payload = _memory_cache.get(key)
     if payload is not None:
         CompileStats.memory_hits += 1
@@ -604,3 +611,44 @@ def _format_diagnostic(severity: int, text: str) -> str:
 def clear_memory_cache() -> None:
     """Forget compiled modules held in memory (the disk cache is untouched)."""
     _memory_cache.clear()
+
+
+# -- compiles in a process of their own -----------------------------------------------------------
+
+def compile_detached(mlir_text: str, flags: Sequence[str], *,
+                     cache_text: Optional[str] = None) -> Optional["subprocess.Popen"]:
+    """Start compiling a module into the disk cache in a process of its own, or None if the
+    cache holds it already (or there is no disk cache to share: ``config.disk_cache`` off).
+    The process outlives this one: nothing waits for it at exit, and a later run finds the
+    module compiled. Returns the process (``poll()``: None while it runs, 0 once done).
+
+    Example::
+
+        proc = compile_detached(text, device.compile_flags)
+    """
+    import json
+    import subprocess
+    if not config.disk_cache:
+        return None
+    key = _prepared_with_key(mlir_text, flags, cache_text)[2]
+    if _memory_cache.get(key) is not None or _read_disk(key) is not None:
+        return None
+    env = dict(os.environ, PYREE_CACHE_DIR=cache_dir(), PYREE_EAGER_WARMUP="0")
+    proc = subprocess.Popen([sys.executable, "-m", "pyree.runtime.compile"], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    with proc.stdin:
+        proc.stdin.write(json.dumps({"text": mlir_text, "flags": list(flags),
+                                     "cache_text": cache_text}).encode())
+    return proc
+
+
+def _compile_from_stdin() -> None:
+    """The detached compile (compile_detached): a module from stdin into the disk cache."""
+    import json
+    request = json.load(sys.stdin)
+    compile_mlir(request["text"], request["flags"], cache_text=request["cache_text"])
+
+
+if __name__ == "__main__":
+    _compile_from_stdin()

@@ -27,7 +27,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from pyree import dtypes, lax
+from pyree.runtime.array import Array
 from pyree.transpiler import primitives as P
+from pyree.transpiler.jit import compiled_when_hot
 from pyree.transpiler.trace import get_aval
 
 from ._util import (broadcast_operands, check_arraylike, convert,
@@ -48,6 +50,23 @@ def _unary(name: str, prim, promote=promote_dtypes_inexact, summary: str = "") -
     return _doc(fn, summary or f"Elementwise {name}.", f"jnp.{name}(x)")
 
 
+def _broadcasts_compiled_when_hot(fn: Callable) -> Callable:
+    """``fn``, a binary ufunc, as one compiled program for eager Array operands of different
+    shapes once their signature is hot (jit.compiled_when_hot): op by op, the broadcast runs
+    as a kernel of its own, writing the whole broadcast operand out (``x - x.mean(0)`` of a
+    10,000 x 10 array: two kernels of ~50 and ~70 us)."""
+    hot = compiled_when_hot()(fn)
+
+    def ufunc(x: Any, y: Any) -> Any:
+        if (type(x) is Array and type(y) is Array and x.aval.shape != y.aval.shape
+                and x.aval.shape and y.aval.shape):
+            return hot(x, y)
+        return fn(x, y)
+    ufunc.__name__ = fn.__name__
+    ufunc.__doc__ = fn.__doc__
+    return ufunc
+
+
 def _binary(name: str, prim, promote=promote_dtypes, summary: str = "") -> Callable:
     def fn(x: Any, y: Any) -> Any:
         check_arraylike(name, x, y)
@@ -55,7 +74,8 @@ def _binary(name: str, prim, promote=promote_dtypes, summary: str = "") -> Calla
         x, y = broadcast_operands(x, y, op=name)
         return prim.bind(x, y)
     fn.__name__ = name
-    return _doc(fn, summary or f"Elementwise {name}, broadcasting.", f"jnp.{name}(x, y)")
+    return _broadcasts_compiled_when_hot(
+        _doc(fn, summary or f"Elementwise {name}, broadcasting.", f"jnp.{name}(x, y)"))
 
 
 exp = _unary("exp", P.exp_p)
@@ -79,7 +99,8 @@ def _bool_binary(name: str, prim, bool_prim) -> Callable:
         x, y = broadcast_operands(x, y, op=name)
         return (bool_prim if get_aval(x).dtype == np.bool_ else prim).bind(x, y)
     fn.__name__ = name
-    return _doc(fn, f"Elementwise {name}, broadcasting.", f"jnp.{name}(x, y)")
+    return _broadcasts_compiled_when_hot(
+        _doc(fn, f"Elementwise {name}, broadcasting.", f"jnp.{name}(x, y)"))
 
 
 add = _bool_binary("add", P.add_p, P.or_p)
