@@ -14,6 +14,7 @@ import linecache
 import os
 import re
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -616,7 +617,7 @@ def clear_memory_cache() -> None:
 # -- compiles in a process of their own -----------------------------------------------------------
 
 def compile_detached(mlir_text: str, flags: Sequence[str], *,
-                     cache_text: Optional[str] = None) -> Optional["subprocess.Popen"]:
+                     cache_text: Optional[str] = None) -> Optional[subprocess.Popen]:
     """Start compiling a module into the disk cache in a process of its own, or None if the
     cache holds it already (or there is no disk cache to share: ``config.disk_cache`` off).
     The process outlives this one: nothing waits for it at exit, and a later run finds the
@@ -627,7 +628,6 @@ def compile_detached(mlir_text: str, flags: Sequence[str], *,
         proc = compile_detached(text, device.compile_flags)
     """
     import json
-    import subprocess
     if not config.disk_cache:
         return None
     key = _prepared_with_key(mlir_text, flags, cache_text)[2]

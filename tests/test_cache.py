@@ -171,3 +171,24 @@ def test_an_entry_swapped_for_another_keys_is_recompiled(tmp_path):
     again = run_program(tmp_path)
     assert again["compiled"] == 1 and again["disk_hits"] == 0
     np.testing.assert_allclose(again["out"], expected_norm(), rtol=1e-5)
+
+
+def test_a_detached_compile_fills_the_disk_cache_this_process_then_reads(monkeypatch, tmp_path):
+    """compile_detached (the compile of a hot eager function) runs in a process of its own
+    under this process's cache key: once it is done this process loads the module from disk
+    and compiles nothing; with the module cached, no process starts."""
+    monkeypatch.setattr(pyree.config, "_values", dict(pyree.config._values, cache_dir=str(tmp_path)))
+    device = pyree.devices()[0]
+    fn = pyree.jit(lambda x: jnp.tanh(x) * 40.25)
+    module = fn.lower(np.ones(5, np.float32)).as_text()
+    process = rcompile.compile_detached(module, device.compile_flags)
+    assert process is not None and process.wait(timeout=300) == 0
+    rcompile.clear_memory_cache()
+    compiled, hits = rcompile.CompileStats.compiled, rcompile.CompileStats.disk_hits
+    rcompile.compile_mlir(module, device.compile_flags)
+    assert rcompile.CompileStats.compiled == compiled
+    assert rcompile.CompileStats.disk_hits == hits + 1
+    assert rcompile.compile_detached(module, device.compile_flags) is None
+    x = np.linspace(-2, 2, 5, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(fn(x)), np.tanh(x) * 40.25, rtol=1e-6)
+    assert rcompile.CompileStats.compiled == compiled

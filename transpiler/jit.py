@@ -11,7 +11,7 @@ import inspect
 import math
 import threading
 import weakref
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from .eager import operands_device, to_array
 from .ir import ClosedIR, ShapedArray
 from .lower import LoweredModule, lower_closed_ir, takes_caller_storage
 from .source import where
-from .trace import Tracer, _state, canonicalize_array, current_builder, get_aval, trace_to_ir
+from .trace import Tracer, _state, canonicalize_array, get_aval, trace_to_ir
 
 _SCALARS = (bool, int, float, complex)
 
