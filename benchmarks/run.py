@@ -132,6 +132,20 @@ def bench_norm(rounds: int, eager: bool = False) -> dict:
     return compare(contestants, rounds)
 
 
+def bench_cross_entropy(rounds: int) -> dict:
+    """Issue 21's mean log-softmax cross-entropy of 4096 x 1000 logits with int labels."""
+    rng = np.random.RandomState(0)
+    logits = (3 * rng.randn(4096, 1000)).astype(np.float32)
+    labels = rng.randint(0, 1000, 4096).astype(np.int32)
+
+    def make(lib):
+        def loss(logits, labels):
+            logp = lib.nn.log_softmax(logits)
+            return -lib.numpy.take_along_axis(logp, labels[:, None], axis=1).mean()
+        return lib.jit(loss)
+    return _contest(make, (logits, labels), rounds, rtol=1e-5, atol=1e-5)
+
+
 def bench_matmul(rounds: int) -> dict:
     rng = np.random.RandomState(0)
     a = rng.randn(1000, 1000).astype(np.float32)
@@ -470,6 +484,8 @@ def main() -> None:
         ("(X - X.mean(0)) / X.std(0), 10000x10, eager",
          lambda: bench_norm(args.rounds, eager=True), 1.2),
         ("matmul 1000x1000 f32", lambda: bench_matmul(args.rounds), 1.5),
+        ("log-softmax cross-entropy 4096x1000, int labels",
+         lambda: bench_cross_entropy(args.rounds), 1.2),
     ]
     benchmarks += conv_benchmarks(args.rounds)
     benchmarks += sort_benchmarks(args.rounds)

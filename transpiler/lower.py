@@ -2128,13 +2128,16 @@ def _signed_extremum_as_unsigned(ctx: RuleContext, x, prim, axes):
 # Float sums of long axes are summed in blocks: a sum of n floats accumulated one after the
 # other errs by up to ~n ulps; blocks of b then n / b values err by b + n / b. Along the last
 # (contiguous) axis IREE keeps a vector of partial sums, so only long ones need it (a float32
-# mean of 100,000 values was 1.3e-5 off, JAX's 4e-7). Along any other axis each output is one
+# mean of 100,000 values was 1.3e-5 off, JAX's 4e-7); below 2048 the blocks cost more than
+# they give: the row sums of a 4096 x 1000 log-softmax in blocks of 25 kept IREE from fusing
+# the exponentials into the sum (2.3 -> 4.4 ms), and unblocked rows of 1000 (normal + 3) err
+# by 1.0e-6 (blocked 4.5e-7, JAX 4.8e-7), of 2000 5.8e-7. Along any other axis each output is one
 # serial sum, so shorter ones do too: the float32 std over 400 rows of 1000 + 0.01 * noise was
 # 3.7e-3 off (NumPy's error; JAX 1.0e-4), 2.5e-4 in blocks of 20, at the same speed here.
 # Lengths without a divisor near their square root stay in one stage: splitting off the
 # remainder (a slice, a third reduction and an add) doubled a jitted sum of 100,003 floats
 # (16 -> 33 us) and made eager sums 3-7x slower here.
-BLOCKED_SUM_MIN = 512
+BLOCKED_SUM_MIN = 2048
 BLOCKED_STRIDED_SUM_MIN = 64
 
 

@@ -380,14 +380,18 @@ def log_softmax(x: Any, axis: Axis = -1, where: Any = None, initial: Any = None)
     del initial
     x = _inexact(x, "log_softmax")
     axes = _static_axis(axis, jnp.ndim(x))
-    shifted = x - _reduce_max_safe(x, axes, where)
+    x_max = _reduce_max_safe(x, axes, where)
+    shifted = x - x_max
     if where is not None:
         shifted = jnp.where(where, shifted, -np.inf)
     shifted_lse = jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True, where=where))
-    result = shifted - shifted_lse
     if where is not None:
-        return jnp.where(where, result, -np.inf)
-    return result
+        return jnp.where(where, shifted - shifted_lse, -np.inf)
+    # x + (-x_max) is x - x_max bit for bit, but an operation of its own: IREE then computes it
+    # again where the result is written, instead of writing the shifted values out for both
+    # the exponentials' sum and the result and reading them back (4096 x 1000 float32: 4.2 ->
+    # 2.3 ms here, JAX 2.2 ms).
+    return (x + (-x_max)) - shifted_lse
 
 
 def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
