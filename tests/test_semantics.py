@@ -203,3 +203,33 @@ def test_fori_loop_with_python_int_bounds_has_a_weak_index():
     assert int(out) == 45 and out.dtype == np.int32 and out.aval.weak_type
     out = pyree.jit(lambda: lax.fori_loop(0, 10, lambda i, x: x + i, jnp.float16(0)))()
     assert float(out) == 45.0 and out.dtype == np.float16 and not out.aval.weak_type
+
+
+def test_row_reductions_in_vector_wide_columns_keep_their_values(monkeypatch):
+    """Float32 rows of 8k elements (k odd) are reduced as (k, 8) on the CPU, the 8 columns
+    first (lower.ROW_VECTOR_WIDTH): max/min keep NaN, signed zeros and infinities as the
+    reduction in one pass does, bit for bit, and sums stay accurate."""
+    from pyree.transpiler import lower
+    rng = np.random.default_rng(3)
+    x = (rng.normal(size=(6, 1000)) + 3).astype(np.float32)
+    x[1, 17] = np.nan
+    x[2, :] = -0.0
+    x[2, 999] = 0.0
+    x[3, 500] = np.inf
+    x[4, :] = -np.inf
+    x[5, 3] = -np.nan
+
+    def extremes(v):
+        return jnp.max(v, 1), jnp.min(v, 1), jnp.sum(v[np.array([0, 2, 3])], 1)
+    split = pyree.jit(extremes)
+    assert "x125x8xf32" in split.lower(x).as_text()
+    monkeypatch.setattr(lower, "ROW_VECTOR_MIN", 1 << 30)
+    one_pass = pyree.jit(lambda v: extremes(v))
+    assert "x125x8xf32" not in one_pass.lower(x).as_text()
+    for got, want in zip(split(x)[:2], one_pass(x)[:2]):
+        np.testing.assert_array_equal(np.asarray(got).view(np.int32),
+                                      np.asarray(want).view(np.int32))
+    np.testing.assert_array_equal(np.asarray(split(x)[0]), np.max(x, 1))
+    np.testing.assert_array_equal(np.asarray(split(x)[1]), np.min(x, 1))
+    want = x[[0, 2, 3]].astype(np.float64).sum(1)
+    np.testing.assert_allclose(np.asarray(split(x)[2]), want, rtol=1e-6)

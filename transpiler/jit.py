@@ -835,7 +835,6 @@ def compiled_when_hot(*static_argnames: str) -> Callable:
             if state is _COMPILED:
                 return jitted(*args, **kwargs)
             return fn(*args, **kwargs)
-        call.__wrapped_eagerly__ = fn
         return call
     return wrap
 

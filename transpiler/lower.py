@@ -2044,6 +2044,28 @@ _REDUCERS = {P.reduce_sum_p: "add", P.reduce_prod_p: "multiply", P.reduce_max_p:
              P.reduce_min_p: "minimum", P.reduce_and_p: "and", P.reduce_or_p: "or"}
 
 
+# IREE 3.13's CPU code for a reduction along rows whose length is not a whole number of
+# vectors (16 float32 with AVX-512) finishes each row's tail separately: the max over rows of
+# 1000 of a 4096 x 1000 array took 0.72-0.97 ms, of 1024 0.38 ms (JAX 0.22 either way). Rows
+# of 8k are reduced as (k, 8) instead, the 8 columns first: 0.47-0.50 ms; the sum 0.47-0.54 ->
+# 0.35-0.37 ms; the sum of exponentials unchanged (1.1-1.3 ms).
+ROW_VECTOR_WIDTH = 8
+ROW_VECTOR_MIN = 256
+
+
+def _row_vector_width(ctx: RuleContext, aval: ShapedArray, axes: tuple) -> Optional[int]:
+    """The width to reduce rows of ``aval`` in (see ROW_VECTOR_WIDTH), or None: float32 rows
+    (the last axis alone) of at least ROW_VECTOR_MIN, a multiple of 8 but not of 16, on the
+    CPU, shapes known."""
+    if (ctx.dynamic or ctx.lowering.platform != "cpu" or aval.dtype != np.float32
+            or tuple(axes) != (aval.ndim - 1,)):
+        return None
+    n = aval.shape[-1]
+    if n < ROW_VECTOR_MIN or n % ROW_VECTOR_WIDTH or n % (2 * ROW_VECTOR_WIDTH) == 0:
+        return None
+    return ROW_VECTOR_WIDTH
+
+
 def _reduction_rule(prim) -> Callable:
     name = _REDUCERS[prim]
 
@@ -2065,11 +2087,23 @@ def _reduction_rule(prim) -> Callable:
         init = scalar_like(_identity(prim, acc_dtype), acc_dtype)
         scalar_t = tensor_type(ShapedArray((), acc_dtype))
 
-        def reduce(value, value_aval, reduce_axes):
+        def reduce_now(value, value_aval, reduce_axes):
             out_shape = tuple(d for i, d in enumerate(value_aval.shape) if i not in reduce_axes)
             return _reduce(ctx, [value], [init], [acc_dtype], reduce_axes,
                            [ShapedArray(out_shape, acc_dtype)],
                            lambda a, b: [hlo(body_name, scalar_t, a, b)])[0]
+
+        def reduce(value, value_aval, reduce_axes):
+            width = _row_vector_width(ctx, value_aval, reduce_axes)
+            if width is None:
+                return reduce_now(value, value_aval, reduce_axes)
+            # A row of n = k * width: its width-wide columns reduced first (partial results
+            # in vector lanes), then those lanes.
+            *lead, n = value_aval.shape
+            split_aval = value_aval.update(shape=(*lead, n // width, width))
+            split = hlo("reshape", tensor_type(split_aval), value)
+            lanes = reduce_now(split, split_aval, (len(lead),))
+            return reduce_now(lanes, split_aval.update(shape=(*lead, width)), (len(lead),))
 
         in_acc = in_aval.update(dtype=acc_dtype)
         plan = None if ctx.dynamic else _split_reduction_plan(in_aval.shape, tuple(axes))

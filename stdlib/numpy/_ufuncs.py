@@ -22,6 +22,7 @@ __all__ = [
     "signbit", "sinc", "sinh", "spacing",
 ]
 
+import functools
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -57,13 +58,12 @@ def _broadcasts_compiled_when_hot(fn: Callable) -> Callable:
     10,000 x 10 array: two kernels of ~50 and ~70 us)."""
     hot = compiled_when_hot()(fn)
 
+    @functools.wraps(fn)
     def ufunc(x: Any, y: Any) -> Any:
         if (type(x) is Array and type(y) is Array and x.aval.shape != y.aval.shape
                 and x.aval.shape and y.aval.shape):
             return hot(x, y)
         return fn(x, y)
-    ufunc.__name__ = fn.__name__
-    ufunc.__doc__ = fn.__doc__
     return ufunc
 
 
