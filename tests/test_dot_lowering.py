@@ -142,6 +142,33 @@ def test_wide_products_keep_data_tiling():
 
 
 @cpu_only("data tiling is a CPU compile flag")
+def test_a_matrix_vector_product_in_a_loop_drops_small_products_data_tiling(monkeypatch):
+    from pyree.transpiler import lower
+    # Data tiling is one flag per module, and it made a vector-matrix product in a loop slow
+    # (lower.DATA_TILING_KEEP_MACS): an unbatched RNN's hoisted input projection loses its
+    # mark; a large product beside the loop keeps it; the values are the same either way.
+    rng = np.random.default_rng(0)
+    w_x, w_h = rng.normal(size=(64, 256)).astype(np.float32) / 8, \
+        rng.normal(size=(256, 256)).astype(np.float32) / 16
+    xs, big = rng.normal(size=(100, 64)).astype(np.float32), np.ones((300, 300), np.float32)
+
+    def rnn(w_x, w_h, xs):
+        return lax.scan(lambda h, x: (jnp.tanh(x @ w_x + h @ w_h),) * 2,
+                        jnp.zeros(256, np.float32), xs)[1]
+    assert not _tiled(_flags(rnn, w_x, w_h, xs))
+    monkeypatch.setattr(lower, "DATA_TILING_KEEP_MACS", -1)   # (the mark was there to drop)
+    assert _tiled(_flags(rnn, w_x, w_h, xs))
+    monkeypatch.undo()
+    assert _tiled(_flags(lambda w_x, w_h, xs, big: (rnn(w_x, w_h, xs), big @ big @ big),
+                         w_x, w_h, xs, big))
+    h, want = np.zeros(256), []
+    for x in xs.astype(np.float64):
+        h = np.tanh(x @ w_x + h @ w_h)
+        want.append(h)
+    np.testing.assert_allclose(np.asarray(pyree.jit(rnn)(w_x, w_h, xs)), want, atol=2e-5)
+
+
+@cpu_only("data tiling is a CPU compile flag")
 def test_products_with_few_columns_against_a_large_operand_compile_without_data_tiling():
     # Measured slower tiled (lower._data_tiling_pays): a convolution's im2col product with 32
     # filters, a classifier head over 4096 examples, a tall product with few columns.

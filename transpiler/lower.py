@@ -653,7 +653,13 @@ def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool,
                 lowering = Lowering(dynamic=False)
                 tensors = list(block.arguments)[:n_tensors]
                 lowering._input_views.update(tensors)
-                results = lowering.lower_ir(ir, tensors)
+                products = _Products()
+                token = _products.set(products)
+                try:
+                    results = lowering.lower_ir(ir, tensors)
+                finally:
+                    _products.reset(token)
+                products.settle()
                 if caller_storage:
                     *storage, scratch = list(block.arguments)[n_tensors:]
                     results = [_into_caller_storage(r, buffer, scratch)
@@ -2384,11 +2390,16 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
     if not narrow and _splits_float32(ctx, precision) and macs > GPU_PLAIN_FLOAT32_MACS:
         return _bf16_split_product(ctx, lhs, rhs, lambda a, b: op(
             "stablehlo.dot_general", [ctx.out_type()], [a, b], attributes).result)
+    products = _products.get()
+    if narrow and ctx.lowering.in_loop and products is not None:
+        products.narrow_in_loop = True
+    marked = False
     if not narrow and out_aval.dtype.kind != "c" and _data_tiling_pays(ctx, lc, lb, rc, rb):
         from pyree.runtime.compile import DATA_TILING_MARK
         # A module without a marked product compiles without data tiling (see
         # runtime/compile.py, prepare_module).
         attributes[DATA_TILING_MARK] = mlir().UnitAttr.get()
+        marked = True
         if lb and not ctx.dynamic:
             # IREE 3.13 data-tiles a batched product wrongly when it fuses in a producer that
             # scales rows by a reduction (softmax(a) @ v, (a * a.sum(-1, keepdims=True)) @ v
@@ -2403,7 +2414,11 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
             from pyree.runtime.compile import MATVEC_MARK
             # A CPU compile configures this product row by row (runtime/compile.py).
             attributes[MATVEC_MARK] = i64_attr(row)
-    return op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs], attributes).result
+    product = op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs], attributes)
+    if marked and products is not None:
+        products.marked.append(product)
+        products.marked_macs += macs
+    return product.result
 
 
 # Float32 products of at most this many multiply-adds stay in float32 on GPUs whatever their
@@ -2554,6 +2569,34 @@ def _is_narrow_contraction(ctx: RuleContext, lc, lb, rc, rb) -> bool:
 # JAX tiled, 1.40-1.49x untiled: the loop-invariant weights' relayout is hoisted).
 DATA_TILING_NARROW_SIDE = 128
 DATA_TILING_LARGE_OPERAND = 1 << 20
+
+# Data tiling is one flag for a whole module: IREE then tiles every product in it, and a
+# matrix-vector product in a loop runs its tiled kernel, one accumulator for 16 outputs (a
+# chain of dependent multiply-adds): the unbatched RNN of benchmarks/run.py (100 steps of a
+# 256 x 256 product, its input projection 100x64 @ 64x256 hoisted out of the loop and marked)
+# took 0.74-0.83 ms tiled and 0.45-0.53 ms untiled (JAX 0.46-0.56; alternating, 8 rounds). A
+# module with such a product drops its marks unless the marked products are large enough to
+# outweigh it (their multiply-adds above DATA_TILING_KEEP_MACS, where tiling gains milliseconds).
+DATA_TILING_KEEP_MACS = 1 << 24
+
+
+class _Products:
+    """The products of the module being lowered that data tiling concerns."""
+
+    def __init__(self) -> None:
+        self.marked: list = []          # dot_general operations marked for data tiling
+        self.marked_macs = 0            # their multiply-adds
+        self.narrow_in_loop = False     # whether a matrix-vector product sits in a loop body
+
+    def settle(self) -> None:
+        """Drop the marks where they cost the module more than they gain (see above)."""
+        if self.narrow_in_loop and self.marked_macs <= DATA_TILING_KEEP_MACS:
+            from pyree.runtime.compile import DATA_TILING_MARK
+            for product in self.marked:
+                del product.attributes[DATA_TILING_MARK]
+
+
+_products: contextvars.ContextVar = contextvars.ContextVar("pyree_products", default=None)
 
 
 def _data_tiling_pays(ctx: RuleContext, lc, lb, rc, rb) -> bool:
