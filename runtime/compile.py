@@ -633,22 +633,32 @@ def compile_detached(mlir_text: str, flags: Sequence[str], *,
     key = _prepared_with_key(mlir_text, flags, cache_text)[2]
     if _memory_cache.get(key) is not None or _read_disk(key) is not None:
         return None
+    # The request goes through a file: through a pipe, a module larger than the pipe's buffer
+    # would hold this thread until the new process had started and begun reading.
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="pyree-compile-",
+                                     delete=False) as request:
+        json.dump({"text": mlir_text, "flags": list(flags), "cache_text": cache_text}, request)
     env = dict(os.environ, PYREE_CACHE_DIR=cache_dir(), PYREE_EAGER_WARMUP="0")
-    proc = subprocess.Popen([sys.executable, "-m", "pyree.runtime.compile"], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    with proc.stdin:
-        proc.stdin.write(json.dumps({"text": mlir_text, "flags": list(flags),
-                                     "cache_text": cache_text}).encode())
-    return proc
+    try:
+        return subprocess.Popen([sys.executable, "-m", "pyree.runtime.compile", request.name],
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        os.unlink(request.name)
+        raise
 
 
-def _compile_from_stdin() -> None:
-    """The detached compile (compile_detached): a module from stdin into the disk cache."""
+def _compile_request(path: str) -> None:
+    """The detached compile (compile_detached): the module a request file names into the
+    disk cache; the file is removed."""
     import json
-    request = json.load(sys.stdin)
+    try:
+        with open(path) as f:
+            request = json.load(f)
+    finally:
+        os.unlink(path)
     compile_mlir(request["text"], request["flags"], cache_text=request["cache_text"])
 
 
 if __name__ == "__main__":
-    _compile_from_stdin()
+    _compile_request(sys.argv[1])
