@@ -653,13 +653,8 @@ def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool,
                 lowering = Lowering(dynamic=False)
                 tensors = list(block.arguments)[:n_tensors]
                 lowering._input_views.update(tensors)
-                products = _Products()
-                token = _products.set(products)
-                try:
+                with _settled_products():
                     results = lowering.lower_ir(ir, tensors)
-                finally:
-                    _products.reset(token)
-                products.settle()
                 if caller_storage:
                     *storage, scratch = list(block.arguments)[n_tensors:]
                     results = [_into_caller_storage(r, buffer, scratch)
@@ -737,7 +732,9 @@ def _lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]])
                               for var, value in zip(ir.const_vars, closed.consts)]
                     lowering = Lowering(dynamic=False)
                     lowering._input_views.update(block.arguments)
-                    func.ReturnOp(lowering.lower_ir(ir, consts + list(block.arguments)))
+                    with _settled_products():
+                        results = lowering.lower_ir(ir, consts + list(block.arguments))
+                    func.ReturnOp(results)
         return _finish_module(module, functions[0][0] if functions else "")
 
 
@@ -2597,6 +2594,18 @@ class _Products:
 
 
 _products: contextvars.ContextVar = contextvars.ContextVar("pyree_products", default=None)
+
+
+@contextlib.contextmanager
+def _settled_products():
+    """Record the products lowered inside (``_Products``), then settle their data tiling."""
+    products = _Products()
+    token = _products.set(products)
+    try:
+        yield
+    finally:
+        _products.reset(token)
+    products.settle()
 
 
 def _data_tiling_pays(ctx: RuleContext, lc, lb, rc, rb) -> bool:
