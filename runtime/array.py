@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .aval import ShapedArray, interned
-from .device import Device, default_device
+from .device import Device, default_device, device_lost_error
 
 
 class Sharding:
@@ -235,7 +235,13 @@ class Array:
     def _wait(self) -> None:
         fence = self._fence
         if fence is not None:
-            fence.wait()
+            try:
+                fence.wait()
+            except RuntimeError as e:
+                lost = device_lost_error(e)
+                if lost is e:
+                    raise
+                raise lost from e
             self._fence = None
 
     def block_until_ready(self) -> "Array":

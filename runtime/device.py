@@ -107,9 +107,33 @@ def put_on(hal, value: np.ndarray):
             memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
             allocation_size=16)
         return rt.HalBufferView(buffer, list(value.shape), hal_element_type(value.dtype))
-    return hal.allocator.allocate_buffer_copy(
-        memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
-        device=hal, buffer=value, element_type=hal_element_type(value.dtype))
+    try:
+        return hal.allocator.allocate_buffer_copy(
+            memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
+            device=hal, buffer=value, element_type=hal_element_type(value.dtype))
+    except RuntimeError as e:
+        lost = device_lost_error(e)
+        if lost is e:
+            raise
+        raise lost from e
+
+
+def device_lost_error(error: Exception) -> Exception:
+    """A clearer error for ``error`` when it reports a lost Vulkan device, else ``error``.
+
+    Example::
+
+        raise device_lost_error(e) from e
+    """
+    if "VK_ERROR_DEVICE_LOST" not in str(error):
+        return error
+    return RuntimeError(
+        "the Vulkan device was lost (VK_ERROR_DEVICE_LOST): nothing more can run on it in this "
+        "process, and arrays on it are gone. On Mesa's lavapipe, IREE 3.13's Vulkan queue can "
+        "cause this itself: two of its threads can signal its wake-up semaphore out of order, "
+        "which Mesa treats as a lost device. pyree avoids the pattern known to trigger it "
+        "(results computed from constants alone), but cannot rule it out; running the program "
+        f"again starts a new device. IREE said: {error}")
 
 # Reads of results copy through host memory even where the device's memory could be mapped.
 # The CPU's memory is host memory and is mapped; a GPU's device-local memory cannot be, and is

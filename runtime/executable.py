@@ -479,4 +479,4 @@ def _explained(error: Exception) -> Exception:
             f"IREE fused this program into a dispatch that uses {match[1]} buffers, more than "
             f"its runtime's limit of {match[2]} (a limitation of IREE 3.13). Passing fewer "
             f"separate arrays (stacking them into one) or splitting the function avoids it.")
-    return error
+    return _device_module.device_lost_error(error)

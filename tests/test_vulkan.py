@@ -285,3 +285,13 @@ def test_bfloat16_contractions_on_vulkan():
     eager = pyree.device_put(a, device).astype(bf16)
     np.testing.assert_array_equal(np.asarray((eager @ eager.T).astype(f32)),
                                   np.asarray(pyree.jit(lambda a: a @ a.T)(eager).astype(f32)))
+
+
+def test_a_lost_device_is_explained():
+    # (What IREE 3.13 raised on lavapipe when its queue's wake-up semaphore went backwards.)
+    error = RuntimeError("Error invoking function: c/runtime/src/iree/hal/drivers/vulkan/"
+                         "queue.c:2867: DATA_LOSS; [vkSignalSemaphore] VK_ERROR_DEVICE_LOST")
+    explained = rdevice.device_lost_error(error)
+    assert "the Vulkan device was lost" in str(explained) and "queue.c:2867" in str(explained)
+    other = RuntimeError("something else")
+    assert rdevice.device_lost_error(other) is other

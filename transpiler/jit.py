@@ -29,10 +29,12 @@ from . import primitives as P
 from .convert import converted
 from .operators import Undefined
 from .eager import operands_device, to_array
-from .ir import ClosedIR, ShapedArray
+from .ir import IR, ClosedIR, ShapedArray, Var
 from .lower import LoweredModule, lower_closed_ir, takes_caller_storage
+from .prune import prune_ir
 from .source import where
-from .trace import Tracer, _state, canonicalize_array, get_aval, trace_to_ir
+from .trace import (Tracer, _state, canonicalize_array, eval_ir, get_aval, has_effects,
+                    trace_to_ir)
 
 _SCALARS = (bool, int, float, complex)
 
@@ -80,22 +82,26 @@ def estimate_work(closed: ClosedIR) -> int:
 
 
 class _Compiled:
-    """A traced, lowered and compiled signature of a jitted function."""
+    """A traced, lowered and compiled signature of a jitted function. ``closed`` is the whole
+    function; the module computes the results that are not ``fixed`` (see fixed_outputs)."""
 
     __slots__ = ("closed", "lowered", "executable", "consts", "out_tree", "single_output",
-                 "device", "direct")
+                 "device", "direct", "fixed")
 
-    def __init__(self, closed: ClosedIR, lowered: LoweredModule, executable: Executable,
-                 consts: list, out_tree) -> None:
+    def __init__(self, closed: ClosedIR, lowered: Optional[LoweredModule],
+                 executable: Optional[Executable], consts: list, out_tree, device: Device,
+                 fixed: Sequence[tuple[int, Array]] = ()) -> None:
         self.closed = closed
         self.lowered = lowered
-        self.executable = executable
+        self.executable = executable   # (None when every result is fixed)
         self.consts = consts
         self.out_tree = out_tree
         self.single_output = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
-        self.device = executable.device
-        # Its inputs are exactly the call's arrays (no constants, no check token).
-        self.direct = not consts and not closed.has_token
+        self.device = device
+        self.fixed = tuple(fixed)
+        # Its inputs are exactly the call's arrays (no constants, no check token), and its
+        # outputs the results.
+        self.direct = not consts and not closed.has_token and not fixed
 
     def run(self, arrays: list) -> Any:
         if nan_check.enabled:  # config debug_nans/debug_infs: check the results (nan_check.py)
@@ -105,7 +111,14 @@ class _Compiled:
     def run_unchecked(self, arrays: list) -> Any:
         if self.closed.has_token:
             return self._run_checked(arrays)
-        outs = self.executable(self.consts + arrays if self.consts else arrays)
+        if self.executable is None:
+            outs = []
+        else:
+            outs = self.executable(self.consts + arrays if self.consts else arrays)
+        if self.fixed:
+            outs = list(outs)
+            for i, value in self.fixed:
+                outs.insert(i, value)
         if self.single_output:
             return outs[0]
         return tree_util.tree_unflatten(self.out_tree, outs)
@@ -113,7 +126,7 @@ class _Compiled:
     def _run_checked(self, arrays: list) -> Any:
         """A program with runtime checks: pass a fresh token, wait, raise what failed."""
         token = checks.next_token()
-        token_array = device_put_numpy(np.asarray(token, np.int32), self.executable.device)
+        token_array = device_put_numpy(np.asarray(token, np.int32), self.device)
         outs = self.executable(self.consts + arrays + [token_array], wait=True)
         failed = checks.pop_failures(token)
         if failed:
@@ -344,6 +357,9 @@ class JitFunction:
         leaves, in_tree = _flatten_arguments(dyn_args, dyn_kwargs)
         device = self._device_for(leaves)
         closed, _ = self._trace(static, in_tree, tuple(_leaf_aval(leaf) for leaf in leaves))
+        closed = fixed_outputs(closed)[1]
+        if not closed.out_avals:
+            return None
         module = _module_to_compile(closed, device)[1]
         return rcompile.compile_detached(module.text, device.compile_flags,
                                          cache_text=module.text_without_locations)
@@ -639,21 +655,79 @@ def _module_to_compile(closed: ClosedIR, device: Device,
     return lowered, lowered, False
 
 
+# Results up to this size that depend on no argument are computed once (fixed_outputs).
+FIXED_OUTPUT_MAX_BYTES = 1 << 24
+
+
+def fixed_outputs(closed: ClosedIR) -> tuple[list[int], ClosedIR, ClosedIR]:
+    """(the indices of the results that depend on no argument, captured constant or effect,
+    up to FIXED_OUTPUT_MAX_BYTES each; the function without them; the IR, taking no inputs,
+    that computes them).
+
+    Such a result is one value for every call, and jit computes it once, when it compiles,
+    and returns that Array (immutable) each time. Left in the module, IREE folds it to a
+    constant, and IREE 3.13 returns a constant result through a copy that the call awaits on
+    the host half-way through (hal.fence.await inside the function): a stall in every call,
+    and on Mesa's lavapipe the trigger of VK_ERROR_DEVICE_LOST. IREE's Vulkan queue
+    increments its wake-up counter and signals the new value in two steps, so a thread that
+    promotes waiting work there (as the awaiting one does) can signal a smaller value after
+    another thread's larger one, which Mesa treats as a lost device (Vulkan requires host
+    signals to increase). A jitted lax.scan returning such a constant lost the device once in
+    150-370 calls on lavapipe (four runs); the same function without it ran 6,866 calls
+    without loss (2026-11-28).
+
+    Example::
+
+        closed = trace_to_ir(lambda x: [x + 1, jnp.array([1, 2])], [ShapedArray((3,), f32)])
+        fixed_outputs(closed)[0]      # [1]
+    """
+    ir = closed.ir
+    if closed.has_token:
+        return [], closed, None
+    varying = {id(v) for v in ir.const_vars} | {id(v) for v in ir.in_vars}
+    constant_eqns = []
+    for eqn in ir.eqns:
+        if has_effects([eqn]) or any(isinstance(a, Var) and id(a) in varying
+                                     for a in eqn.inputs):
+            varying.update(id(v) for v in eqn.outputs)
+        else:
+            constant_eqns.append(eqn)
+    fixed = [i for i, a in enumerate(ir.outs)
+             if not (isinstance(a, Var) and id(a) in varying)
+             and a.aval.size * np.dtype(a.aval.dtype).itemsize <= FIXED_OUTPUT_MAX_BYTES]
+    if not fixed:
+        return [], closed, None
+    rest = [a for i, a in enumerate(ir.outs) if i not in fixed]
+    computing = prune_ir(IR([], [], constant_eqns, [ir.outs[i] for i in fixed]))
+    return (fixed, ClosedIR(IR(ir.const_vars, ir.in_vars, ir.eqns, rest), closed.consts),
+            ClosedIR(computing, []))
+
+
 def compile_closed_ir(closed: ClosedIR, out_tree, device: Device,
                       lowered: Optional[LoweredModule] = None) -> _Compiled:
     """Lower (unless given), compile and load one traced signature."""
-    lowered, module, caller_storage = _module_to_compile(closed, device, lowered)
-    vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
-                                 cache_text=module.text_without_locations)
-    executable = Executable(vmfb, module.function, device, closed.out_avals,
-                            work=estimate_work(closed), caller_storage=caller_storage)
+    whole = closed
+    fixed = []
+    if lowered is None:
+        indices, closed, computing = fixed_outputs(closed)
+        if indices:
+            with device_module.use_default_device(device):
+                values = eval_ir(computing)   # (op by op: each operation's own kernel)
+            fixed = [(i, to_array(v, device)) for i, v in zip(indices, values)]
+    executable = None
+    if closed.out_avals or not fixed:
+        lowered, module, caller_storage = _module_to_compile(closed, device, lowered)
+        vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
+                                     cache_text=module.text_without_locations)
+        executable = Executable(vmfb, module.function, device, closed.out_avals,
+                                work=estimate_work(closed), caller_storage=caller_storage)
     consts = []
     for value in closed.consts:
         if isinstance(value, Array):
             consts.append(value)
         else:
             consts.append(device_put_numpy(canonicalize_array(np.asarray(value)), device))
-    return _Compiled(closed, lowered, executable, consts, out_tree)
+    return _Compiled(whole, lowered, executable, consts, out_tree, device, fixed)
 
 
 def _hashable_static(value: Any, what: str) -> Any:
