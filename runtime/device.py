@@ -527,6 +527,13 @@ class Device:
         """Which IREE driver runs a call that touches about ``work`` elements."""
         return self._large_driver if work >= LARGE_WORK else self._small_driver
 
+    def drivers_to_time(self, work: int) -> tuple[str, str] | None:
+        """The drivers a call of about ``work`` elements is timed on before one is chosen
+        (executable.Executable._timed_caller), or None where the estimate decides."""
+        if self._small_driver == self._large_driver or not LARGE_WORK <= work < TIMED_WORK:
+            return None
+        return self._small_driver, self._large_driver
+
     def hal_device(self, driver: str | None = None):
         """The IREE ``HalDevice`` of one of this device's drivers (created on first use)."""
         driver = driver or self._small_driver
@@ -647,6 +654,10 @@ def multi_device_hal_module(devices: Sequence[Device], driver: str):
 # 10000x10 normalisation took 0.11 ms inline and 0.17 ms on the pool; SELU on 1M floats 0.29 ms
 # inline and 0.25 ms on the pool).
 LARGE_WORK = 1 << 21
+# Calls from LARGE_WORK to this are timed on both drivers before one is chosen: the estimate
+# counts elements, not dispatches, and programs of many small dispatches ran faster inline
+# (Executable._timed_caller). Above it the pool's threads win.
+TIMED_WORK = 1 << 28
 
 _devices: dict[str, list[Device]] = {}
 

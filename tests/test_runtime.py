@@ -61,6 +61,23 @@ def test_small_calls_run_inline_and_are_ready_on_return():
     np.testing.assert_array_equal(np.asarray(x), (np.arange(8) * 8 + 7).astype(np.float32))
 
 
+@cpu_only("the CPU has two drivers to choose from (inline and the worker pool)")
+def test_mid_sized_programs_are_timed_on_both_drivers_then_use_the_faster():
+    from pyree.runtime.executable import TIMED_CALLS
+    f = pyree.jit(lambda x: (x * 2.0 + 1.0) * x)
+    x = pyree.device_put(np.linspace(-1, 1, 1 << 20, dtype=np.float32))
+    want = (np.asarray(x) * 2 + 1) * np.asarray(x)
+    for _ in range(2 * (1 + TIMED_CALLS) + 2):   # timed calls, then the chosen driver's
+        np.testing.assert_array_equal(np.asarray(f(x)), want)
+    exe = next(iter(f._cache.values())).executable
+    drivers = exe.device.drivers_to_time(exe.work)
+    assert drivers is not None and set(drivers) == set(exe._bound)
+    for _ in range(70):   # past the first timing again (RETIMED_AT)
+        out = f(x)
+    np.testing.assert_array_equal(np.asarray(out), want)
+    assert exe.device.drivers_to_time(10) is None and exe.device.drivers_to_time(1 << 40) is None
+
+
 def test_fast_path_calls_of_every_kind():
     # jit's fast path (arguments all Arrays) calls the executable's default caller, which on
     # the inline driver is written out for one output: check it and its neighbours.
