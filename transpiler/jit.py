@@ -678,8 +678,8 @@ def fixed_outputs(closed: ClosedIR) -> tuple[list[int], ClosedIR, ClosedIR]:
 
     Example::
 
-        closed = trace_to_ir(lambda x: [x + 1, jnp.array([1, 2])], [ShapedArray((3,), f32)])
-        fixed_outputs(closed)[0]      # [1]
+        closed = trace_to_ir(lambda x: [x + 1, jnp.arange(2) * 3], [ShapedArray((3,), f32)])
+        fixed_outputs(closed)[0]      # [1] (a captured array, jnp.array([0, 3]), is an input)
     """
     ir = closed.ir
     if closed.has_token:
