@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .aval import ShapedArray, interned
-from .device import Device, default_device, device_lost_error
+from .device import Device, default_device, raise_if_device_lost
 
 
 class Sharding:
@@ -238,10 +238,8 @@ class Array:
             try:
                 fence.wait()
             except RuntimeError as e:
-                lost = device_lost_error(e)
-                if lost is e:
-                    raise
-                raise lost from e
+                raise_if_device_lost(e)
+                raise
             self._fence = None
 
     def block_until_ready(self) -> "Array":

@@ -112,10 +112,22 @@ def put_on(hal, value: np.ndarray):
             memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
             device=hal, buffer=value, element_type=hal_element_type(value.dtype))
     except RuntimeError as e:
-        lost = device_lost_error(e)
-        if lost is e:
+        raise_if_device_lost(e)
+        raise
+
+
+def raise_if_device_lost(error: Exception) -> None:
+    """Raise ``device_lost_error(error)`` from ``error`` when it reports a lost device.
+
+    Example::
+
+        except RuntimeError as e:
+            raise_if_device_lost(e)
             raise
-        raise lost from e
+    """
+    lost = device_lost_error(error)
+    if lost is not error:
+        raise lost from error
 
 
 def device_lost_error(error: Exception) -> Exception:
