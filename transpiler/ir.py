@@ -12,7 +12,7 @@ transformations (AD, batching) before lowering to MLIR. Printed, it reads like a
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -20,7 +20,8 @@ from pyree.runtime.aval import ShapedArray
 
 from .source import SourceLoc
 
-__all__ = ["ShapedArray", "Var", "Literal", "Atom", "Eqn", "IR", "ClosedIR"]
+__all__ = ["ShapedArray", "Var", "Literal", "Atom", "Eqn", "IR", "ClosedIR", "map_regions",
+           "inline"]
 
 
 class Var:
@@ -159,6 +160,45 @@ class ClosedIR:
 
 
 # -- printing ---------------------------------------------------------------------------------
+
+def map_regions(eqn: Eqn, rewrite: Callable[[IR], IR]) -> Eqn:
+    """``eqn`` with each IR among its parameters (a loop's body, a branch, ...) replaced by
+    ``rewrite(ir)``; the same Eqn if nothing changed.
+
+    Example: ``map_regions(eqn, prune_ir)``
+    """
+    def rewritten(value: Any) -> Any:
+        if isinstance(value, IR):
+            return rewrite(value)
+        if isinstance(value, ClosedIR):
+            return ClosedIR(rewrite(value.ir), value.consts, value.has_token)
+        if isinstance(value, tuple) and any(isinstance(v, (IR, ClosedIR)) for v in value):
+            return tuple(rewritten(v) for v in value)
+        return value
+    params = {name: rewritten(value) for name, value in eqn.params.items()}
+    if all(params[name] is eqn.params[name] for name in params):
+        return eqn
+    return eqn.replace(params=params)
+
+
+def inline(region: IR, inputs: Sequence[Atom]) -> tuple[list[Eqn], list[Atom]]:
+    """The equations of ``region`` (no ``const_vars``) applied to ``inputs``, with fresh
+    output variables, and its outputs. Regions nested in its equations are shared as they are.
+
+    Example: ``eqns, (out,) = inline(cond_ir, [x, y])``
+    """
+    env: dict[int, Atom] = {id(v): a for v, a in zip(region.in_vars, inputs)}
+
+    def read(atom: Atom) -> Atom:
+        return env.get(id(atom), atom) if isinstance(atom, Var) else atom
+
+    eqns = []
+    for eqn in region.eqns:
+        outputs = [Var(v.aval) for v in eqn.outputs]
+        env.update((id(v), new) for v, new in zip(eqn.outputs, outputs))
+        eqns.append(eqn.replace(inputs=[read(a) for a in eqn.inputs], outputs=outputs))
+    return eqns, [read(a) for a in region.outs]
+
 
 def _names() -> Iterator[str]:
     letters = "abcdefghijklmnopqrstuvwxyz"

@@ -26,10 +26,8 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
-
 from .control_flow import while_p
-from .ir import IR, ClosedIR, Eqn, Var
+from .ir import IR, Eqn, Var, inline, map_regions
 from .prune import _reads
 from .trace import has_effects
 
@@ -38,7 +36,7 @@ def rotate_loops(ir: IR) -> IR:
     """``ir`` with every ``while`` in it, nested ones too, rotated (see the module docstring)."""
     eqns: list[Eqn] = []
     for eqn in ir.eqns:
-        eqn = _rotate_regions(eqn)
+        eqn = map_regions(eqn, rotate_loops)
         if eqn.primitive is while_p and _rotation_pays(eqn):
             eqns.extend(_rotated(eqn))
         else:
@@ -60,38 +58,6 @@ def _rotation_pays(eqn: Eqn) -> bool:
                                body_ir.in_vars[p["body_nconsts"]:]))
 
 
-def _rotate_regions(eqn: Eqn) -> Eqn:
-    """``eqn`` with the IRs among its parameters rotated."""
-    def rotate(value: Any) -> Any:
-        if isinstance(value, IR):
-            return rotate_loops(value)
-        if isinstance(value, ClosedIR):
-            return ClosedIR(rotate_loops(value.ir), value.consts, value.has_token)
-        if isinstance(value, tuple) and any(isinstance(v, (IR, ClosedIR)) for v in value):
-            return tuple(rotate(v) for v in value)
-        return value
-    params = {name: rotate(value) for name, value in eqn.params.items()}
-    if all(params[name] is eqn.params[name] for name in params):
-        return eqn
-    return eqn.replace(params=params)
-
-
-def _inlined(region: IR, inputs: list) -> tuple[list[Eqn], list]:
-    """The equations of ``region`` applied to ``inputs`` (atoms), with fresh output variables,
-    and its outputs. Regions nested in its equations are closed and shared as they are."""
-    env: dict[int, Any] = {id(v): a for v, a in zip(region.in_vars, inputs)}
-
-    def read(atom: Any) -> Any:
-        return env.get(id(atom), atom) if isinstance(atom, Var) else atom
-
-    eqns = []
-    for eqn in region.eqns:
-        outputs = [Var(v.aval) for v in eqn.outputs]
-        env.update((id(v), new) for v, new in zip(eqn.outputs, outputs))
-        eqns.append(eqn.replace(inputs=[read(a) for a in eqn.inputs], outputs=outputs))
-    return eqns, [read(a) for a in region.outs]
-
-
 def _rotated(eqn: Eqn) -> list[Eqn]:
     """The equations computing the first test, then the rotated loop."""
     p = eqn.params
@@ -99,15 +65,15 @@ def _rotated(eqn: Eqn) -> list[Eqn]:
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
     cond_consts, body_consts = eqn.inputs[:cn], eqn.inputs[cn:cn + bn]
     init = eqn.inputs[cn + bn:]
-    first_eqns, (first,) = _inlined(cond_ir, list(cond_consts) + list(init))
+    first_eqns, (first,) = inline(cond_ir, list(cond_consts) + list(init))
 
     # The body takes the condition's constants, its own, the carries and the predicate, and
     # ends with the test of what it computed.
     cond_const_vars = [Var(v.aval) for v in cond_ir.in_vars[:cn]]
     body_vars = [Var(v.aval) for v in body_ir.in_vars]
     carried_test = Var(first.aval)
-    body_eqns, outs = _inlined(body_ir, body_vars)
-    test_eqns, (test,) = _inlined(cond_ir, cond_const_vars + outs)
+    body_eqns, outs = inline(body_ir, body_vars)
+    test_eqns, (test,) = inline(cond_ir, cond_const_vars + outs)
     body = IR([], cond_const_vars + body_vars + [carried_test], body_eqns + test_eqns,
               outs + [test])
     carry_vars = [Var(v.aval) for v in body_ir.in_vars[bn:]]

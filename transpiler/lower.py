@@ -633,9 +633,10 @@ def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool,
     ir_module = mlir()
     from iree.compiler.dialects import func
 
+    from .gather_scatter import sink_gathers
     from .loop_rotation import rotate_loops
     from .prune import prune_ir
-    ir = prune_ir(rotate_loops(closed.ir))
+    ir = prune_ir(sink_gathers(rotate_loops(closed.ir)))
     with mlir_context(), ir_module.Location.unknown():
         module = ir_module.Module.create()
         arg_types = [tensor_type(v.aval) for v in list(ir.const_vars) + list(ir.in_vars)]
@@ -716,12 +717,13 @@ def _lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]])
     ir_module = mlir()
     from iree.compiler.dialects import func
 
+    from .gather_scatter import sink_gathers
     from .loop_rotation import rotate_loops
     from .prune import prune_ir
     with mlir_context(), ir_module.Location.unknown():
         module = ir_module.Module.create()
         for name, closed, reflection in functions:
-            ir = prune_ir(rotate_loops(closed.ir))
+            ir = prune_ir(sink_gathers(rotate_loops(closed.ir)))
             arg_types = [tensor_type(v.aval) for v in ir.in_vars]
             out_types = [tensor_type(a.aval) for a in ir.outs]
             with ir_module.InsertionPoint(module.body):
