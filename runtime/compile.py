@@ -102,6 +102,19 @@ _CPU_BACKEND_FLAG = "--iree-hal-local-target-device-backends=llvm-cpu"
 # on the CPU in tests) fails to compile with it ("'arith.addf' op requires the same type").
 IM2COL_FLAG = "--iree-global-opt-use-im2col-for-convs"
 
+# Dispatch creation at O3 is not among the options a session derives from --iree-opt-level
+# either, and pyree's reductions need one of its options: a row reduction is lowered as a
+# reshape of each row into (n / 8, 8) and two reductions (lower.py), and that reshape kept an
+# elementwise producer out of the first one's dispatch. The log-sum-exp of 4096x1000 floats
+# wrote x - max to memory to read it back for the sum of exponentials; moving reshapes across
+# elementwise ops fused it (the cross-entropy module, iree-benchmark-module, 2 cores: 5.2 ->
+# 1.7 ms on the worker pool, 5.9 -> 2.6 ms inline; benchmarks/run.py 3.1 -> 1.4 ms, JAX 2.3).
+# With a convolution it is left out: the same table with it everywhere had the convolutions
+# and their gradients 8-25x slower (32x64x8x8 NCHW 4.0 -> 94 ms, NHWC gradient 49 -> 638 ms).
+# (iree-compile's O3 fuses the log-sum-exp by aggressive fusion instead, the option that
+# overflowed a convolution gradient's stack, see CPU_FLAGS.)
+RESHAPE_MOVEMENT_FLAG = "--iree-dispatch-creation-enable-aggressive-reshape-movement"
+
 
 def _matvec_configuration(row: re.Match) -> str:
     """IREE's configuration for a marked product's loops (batch, row, reduction): 32 x 64
@@ -114,7 +127,8 @@ def _matvec_configuration(row: re.Match) -> str:
 
 def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str, ...]]:
     """The module text and flags IREE gets for ``mlir_text`` compiled with ``flags``: data
-    tiling only when an op is marked for it; marked matrix-vector products configured row by
+    tiling only when an op is marked for it; on a CPU, reshapes moved across elementwise ops
+    without a convolution and im2col with one; marked matrix-vector products configured row by
     row on a CPU without data tiling (with data tiling IREE may fuse a marked product into a
     dispatch whose root is a tiled matmul, and two configurations in one dispatch fail to
     compile); no compile-time constant evaluation for modules with complex values.
@@ -129,6 +143,8 @@ def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str
     if DATA_TILING_FLAG in flags and (BOOLEAN_OPERAND.search(mlir_text)
                                       or not _LOOP_OR_CONVOLUTION.search(mlir_text)):
         flags = tuple(GLOBAL_DATA_TILING_FLAG if f == DATA_TILING_FLAG else f for f in flags)
+    if _CPU_BACKEND_FLAG in flags and "stablehlo.convolution" not in mlir_text:
+        flags += (RESHAPE_MOVEMENT_FLAG,)
     if _CPU_BACKEND_FLAG in flags and "stablehlo.convolution" in mlir_text and not any(
             "stablehlo.convolution" in line and ("bf16" in line or "f16" in line)
             for line in mlir_text.splitlines()):
