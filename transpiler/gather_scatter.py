@@ -979,6 +979,15 @@ def _sunk_gather(g: Eqn, producers: dict, consumers: dict) -> tuple[list[Eqn], A
         replayed.append(eqn)
     visit(operand)
 
+    # A broadcast along the selected dimensions is read through its operand, whole
+    # (_gathered_broadcast); a rank-0 leaf as it is; the others are gathered.
+    read_whole = {}
+    for var in leaves:
+        b = producers.get(id(var))
+        if (var.aval.ndim and b is not None and b.primitive is P.broadcast_in_dim_p
+                and _indexes_only_broadcast_dims(b, dn)):
+            read_whole[id(var)] = b
+    inputs = [read_whole[id(v)].inputs[0] if id(v) in read_whole else v for v in leaves]
     fill = g.params["mode"] is GatherScatterMode.FILL_OR_DROP
     leaf_params = dict(g.params, mode=GatherScatterMode.CLIP, fill_value=None) if fill \
         else g.params
@@ -988,12 +997,11 @@ def _sunk_gather(g: Eqn, producers: dict, consumers: dict) -> tuple[list[Eqn], A
         *leaf_values, idx = args
         env: dict[int, Any] = {}
         for var, value in zip(leaves, leaf_values):
-            b = producers.get(id(var))
             if var.aval.ndim == 0:
                 env[id(var)] = value
-            elif (b is not None and b.primitive is P.broadcast_in_dim_p
-                  and _indexes_only_broadcast_dims(b, dn)):
-                env[id(var)] = _gathered_broadcast(value, b, g.params, out_aval.shape)
+            elif id(var) in read_whole:
+                env[id(var)] = _gathered_broadcast(value, read_whole[id(var)], g.params,
+                                                   out_aval.shape)
             else:
                 env[id(var)] = gather_p.bind(value, idx, **leaf_params)
 
@@ -1005,23 +1013,16 @@ def _sunk_gather(g: Eqn, producers: dict, consumers: dict) -> tuple[list[Eqn], A
             env[id(eqn.outputs[0])] = eqn.primitive.bind(*[read(a) for a in eqn.inputs],
                                                          **eqn.params)
         result = env[id(operand)]
-        if fill:
+        mask = _in_bounds(idx, operand.aval.shape, g.params, out_aval.shape) if fill else None
+        if mask is not None:
             value = g.params["fill_value"]
             value = default_fill_value(out_aval.dtype) if value is None else value
-            mask = _in_bounds(idx, operand.aval.shape, g.params, out_aval.shape)
             result = P.select_p.bind(mask, result, TypedScalar(value, out_aval.dtype, False))
         return [result]
 
-    # A broadcast leaf is read through its operand (see _gathered_broadcast).
-    inputs = []
-    for var in leaves:
-        b = producers.get(id(var))
-        broadcast = (var.aval.ndim and b is not None and b.primitive is P.broadcast_in_dim_p
-                     and _indexes_only_broadcast_dims(b, dn))
-        inputs.append(b.inputs[0] if broadcast else var)
-    in_avals = [a.aval for a in inputs] + [indices.aval]
     with located(g.loc):
-        closed = trace_to_ir(gathered, in_avals, top_level=False)
+        closed = trace_to_ir(gathered, [a.aval for a in inputs] + [indices.aval],
+                             top_level=False)
     assert not closed.ir.const_vars, "sink_gathers: the rewrite captured an array"
     eqns, (result,) = inline(closed.ir, inputs + [indices])
     return eqns, result
@@ -1071,9 +1072,10 @@ def _gathered_broadcast(v: Any, b: Eqn, params: dict, out_shape: tuple) -> Any:
         kept[i][0] for i in order))
 
 
-def _in_bounds(idx: Any, operand_shape: tuple, params: dict, out_shape: tuple) -> Any:
+def _in_bounds(idx: Any, operand_shape: tuple, params: dict, out_shape: tuple
+               ) -> Optional[Any]:
     """Whether each index vector's window fits in the operand (what FILL_OR_DROP tests),
-    broadcast to the gather's result."""
+    broadcast to the gather's result; None for index vectors of length 0."""
     dn, slice_sizes = params["dimension_numbers"], params["slice_sizes"]
     idx_shape = idx.aval.shape
     dtype = idx.aval.dtype
@@ -1088,7 +1090,7 @@ def _in_bounds(idx: Any, operand_shape: tuple, params: dict, out_shape: tuple) -
             P.le_p.bind(start, TypedScalar(operand_shape[d] - slice_sizes[d], dtype, False)))
         mask = fits if mask is None else P.and_p.bind(mask, fits)
     if mask is None:
-        return TypedScalar(True, np.bool_, False)
+        return None
     batch, _ = _output_dims(dn, len(operand_shape), len(out_shape))
     return P.broadcast_in_dim_p.bind(mask, shape=tuple(out_shape),
                                      broadcast_dimensions=tuple(batch))
