@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pyree import tree_util
 from pyree.transpiler import batching
 from pyree.transpiler import collectives as _c
@@ -30,58 +32,94 @@ def _axis_names(axis_name: Any, what: str) -> tuple:
     return names
 
 
-def _reduction(prim, x: Any, axis_name: Any) -> Any:
-    names = _axis_names(axis_name, f"lax.{prim.name}")
+def _reduction(prim, x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
+    what = f"lax.{prim.name}"
+    names = _axis_names(axis_name, what)
+    if axis_index_groups is not None:
+        import pyree.numpy as jnp
+        combine = {_c.psum_p: jnp.sum, _c.pmax_p: jnp.max, _c.pmin_p: jnp.min}[prim]
+        return tree_util.tree_map(
+            lambda leaf: combine(_group_peers(leaf, names, axis_index_groups, what), axis=0), x)
     return tree_util.tree_map(lambda leaf: prim.bind(leaf, axis_name=names), x)
 
 
-def psum(x: Any, axis_name: Any) -> Any:
+def _group_peers(leaf: Any, names: tuple, axis_index_groups: Any, what: str) -> Any:
+    """The ``leaf`` of every member of this example's (device's) group, stacked along a new
+    first axis in the group's order: one all_gather over the whole axis, then the group's rows
+    (a group of g positions out of n costs an all_gather of n; groups are small in practice)."""
+    import pyree.numpy as jnp
+    if len(names) != 1:
+        raise ValueError(f"{what}: axis_index_groups needs one axis name, got {names}"
+                         f"{where(None)}")
+    size = batching.named_axis_size(names[0])
+    try:
+        groups = [[int(i) for i in group] for group in axis_index_groups]
+    except TypeError:
+        groups = None
+    if (groups is None or sorted(i for group in groups for i in group) != list(range(size))
+            or len({len(group) for group in groups}) != 1):
+        raise ValueError(
+            f"{what}: axis_index_groups {axis_index_groups!r} must split the {size} positions "
+            f"of axis {names[0]!r} into groups of one size, each position in one group"
+            f"{where(None)}")
+    members = np.zeros((size, len(groups[0])), np.int32)   # position -> its group's members
+    for group in groups:
+        members[group] = group
+    mine = jnp.asarray(members)[_c.axis_index_p.bind(axis_name=names)]
+    gathered = _c.all_gather_p.bind(leaf, axis_name=names, axis_size=size, tiled=False,
+                                    all_gather_dimension=0)
+    return jnp.take(gathered, mine, axis=0)
+
+
+def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The sum of ``x`` over the examples of the ``vmap`` (devices of the ``pmap``) whose
     ``axis_name`` is given (a name or a tuple of names); every example gets the total. ``x``
-    may be a pytree.
+    may be a pytree. ``axis_index_groups`` (lists of positions along one axis, all of one
+    size, each position in one) sums within each group instead: ``[[0, 1], [2, 3]]``. So do
+    ``pmax``, ``pmin``, ``pmean`` and ``all_gather``.
 
     Example::
 
         pyree.vmap(lambda v: v / lax.psum(v, "i"), axis_name="i")(jnp.arange(4.0))
     """
-    return _reduction(_c.psum_p, x, axis_name)
+    return _reduction(_c.psum_p, x, axis_name, axis_index_groups)
 
 
-def pmax(x: Any, axis_name: Any) -> Any:
+def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The maximum of ``x`` over a named ``vmap`` / ``pmap`` axis.
 
     Example::
 
         pyree.vmap(lambda v: lax.pmax(v, "i"), axis_name="i")(jnp.array([1.0, 3.0]))  # [3, 3]
     """
-    return _reduction(_c.pmax_p, x, axis_name)
+    return _reduction(_c.pmax_p, x, axis_name, axis_index_groups)
 
 
-def pmin(x: Any, axis_name: Any) -> Any:
+def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The minimum of ``x`` over a named ``vmap`` / ``pmap`` axis.
 
     Example::
 
         pyree.vmap(lambda v: lax.pmin(v, "i"), axis_name="i")(jnp.array([1.0, 3.0]))  # [1, 1]
     """
-    return _reduction(_c.pmin_p, x, axis_name)
+    return _reduction(_c.pmin_p, x, axis_name, axis_index_groups)
 
 
-def pmean(x: Any, axis_name: Any) -> Any:
-    """The mean of ``x`` over a named ``vmap`` / ``pmap`` axis: ``psum(x) / axis size``.
+def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """The mean of ``x`` over a named ``vmap`` / ``pmap`` axis: ``psum(x) / axis size``
+    (a float for integer ``x``, as in JAX).
 
     Example::
 
         pyree.vmap(lambda v: v - lax.pmean(v, "i"), axis_name="i")(jnp.arange(4.0))
     """
-    from pyree import lax
+    import pyree.numpy as jnp
     names = _axis_names(axis_name, "lax.pmean")
+    if axis_index_groups is not None:
+        return tree_util.tree_map(lambda leaf: jnp.mean(
+            _group_peers(leaf, names, axis_index_groups, "lax.pmean"), axis=0), x)
     count = _c.psum_p.bind(1.0, axis_name=names)  # the axes' total size
-
-    def mean(leaf: Any) -> Any:
-        aval = get_aval(leaf)
-        return lax.div(leaf, lax.convert_element_type(count, aval.dtype, aval.weak_type))
-    return tree_util.tree_map(mean, psum(x, axis_name))
+    return tree_util.tree_map(lambda total: jnp.true_divide(total, count), psum(x, axis_name))
 
 
 def axis_index(axis_name: Any) -> Any:
@@ -107,8 +145,6 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
         pyree.vmap(lambda v: lax.all_gather(v, "i"), axis_name="i")(jnp.arange(3.0))
         # each example gets [0., 1., 2.]
     """
-    if axis_index_groups is not None:
-        raise NotImplementedError("lax.all_gather: axis_index_groups is not supported yet")
     names = _axis_names(axis_name, "lax.all_gather")
     size = batching.named_axis_size(names[0])
 
@@ -117,6 +153,12 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
         if not -(ndim + (not tiled)) <= axis < ndim + (not tiled):
             raise ValueError(f"lax.all_gather axis {axis} is out of range for an operand of "
                              f"rank {ndim}")
+        if axis_index_groups is not None:
+            import pyree.numpy as jnp
+            peers = _group_peers(leaf, names, axis_index_groups, "lax.all_gather")
+            if not tiled:
+                return jnp.moveaxis(peers, 0, axis % (ndim + 1))
+            return jnp.concatenate(list(peers), axis=axis)
         return _c.all_gather_p.bind(leaf, axis_name=names, axis_size=size, tiled=bool(tiled),
                                     all_gather_dimension=axis % (ndim + (not tiled)))
     return tree_util.tree_map(gather, x)

@@ -717,8 +717,99 @@ def test_pmax_and_pmin_derivatives_average_over_ties():
     (lambda v: lax.all_to_all(v, "i", 0, 2), ValueError,
      "concat_axis 2 is out of range"),
     (lambda v: lax.all_to_all(v, ("i", "i"), 0, 0), NotImplementedError, "several axes"),
+    (lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [2]]), ValueError,
+     "must split the 4 positions of axis 'i' into groups of one size"),
+    (lambda v: lax.pmax(v, "i", axis_index_groups=[[0, 1], [2, 2]]), ValueError,
+     "each position in one group"),
+    (lambda v: lax.all_gather(v, "i", axis_index_groups=3), ValueError, "must split"),
 ])
 def test_collective_argument_errors_name_the_line(fun, error, text):
     x = np.ones((4, 4, 6), np.float32)
     with pytest.raises(error, match=f"(?s){text}.*test_pmap\\.py"):
         pyree.vmap(fun, axis_name="i")(x)
+
+
+# -- axis_index_groups --------------------------------------------------------------------------
+
+def grouped(n: int) -> list:
+    """Groups of two positions listed out of order ([[2, 0], [3, 1]] for 4), or of one."""
+    if n % 2:
+        return [[j] for j in range(n)]
+    return [[j + n // 2, j] for j in range(n // 2)]
+
+
+def group_cases(n: int) -> list:
+    """(name, per-example function, NumPy reference of the stacked result) of the collectives
+    that take axis_index_groups, grouped as ``grouped(n)``."""
+    groups = grouped(n)
+    members = {i: group for group in groups for i in group}
+
+    def within(combine):
+        return lambda X: np.stack([combine(X[members[i]]) for i in range(n)])
+    return [
+        ("psum", lambda v: lax.psum(v, "i", axis_index_groups=groups),
+         within(lambda G: G.sum(0))),
+        ("pmean", lambda v: lax.pmean(v, "i", axis_index_groups=groups),
+         within(lambda G: G.mean(0))),
+        ("pmax", lambda v: lax.pmax(v, "i", axis_index_groups=groups),
+         within(lambda G: G.max(0))),
+        ("pmin", lambda v: lax.pmin(v, "i", axis_index_groups=groups),
+         within(lambda G: G.min(0))),
+        ("all_gather", lambda v: lax.all_gather(v, "i", axis_index_groups=groups, axis=1),
+         within(lambda G: np.moveaxis(G, 0, 1))),
+        ("all_gather tiled", lambda v: lax.all_gather(v, "i", axis_index_groups=groups,
+                                                       tiled=True),
+         within(lambda G: np.concatenate(list(G), 0))),
+    ]
+
+
+@pytest.mark.parametrize("n", [1, 4, 6])
+def test_vmap_grouped_collectives_match_numpy(n):
+    X = np.random.RandomState(n).randn(n, 2, 3).astype(np.float32)
+    for name, f, reference in group_cases(n):
+        got = pyree.jit(pyree.vmap(f, axis_name="i"))(X)
+        np.testing.assert_allclose(np.asarray(got), reference(X), rtol=1e-6, err_msg=name)
+    # The mean of integers is a float, as in JAX (with or without groups).
+    ints = np.arange(n, dtype=np.int32)
+    for groups in (None, grouped(n)):
+        got = pyree.vmap(lambda v: lax.pmean(v, "i", axis_index_groups=groups),
+                         axis_name="i")(ints)
+        assert np.asarray(got).dtype == np.float32
+        want = group_cases(n)[1][2](ints.astype(np.float64)) if groups else ints.mean()
+        np.testing.assert_allclose(np.asarray(got), np.broadcast_to(want, (n,)))
+
+
+def test_vmap_grouped_psum_and_all_gather_gradients():
+    """Each example's cotangent of sum_j <u_j, psum_g(x)_j> is the sum of its group's u; of an
+    all_gather within groups, its own row of every group member's u."""
+    n, groups = 4, grouped(4)
+    x = np.random.RandomState(0).randn(n, 3)
+    u = np.random.RandomState(1).randn(n, 3)
+    members = {i: group for group in groups for i in group}
+    psum_grad = pyree.vmap(pyree.grad(
+        lambda v, w: (lax.psum(v, "i", axis_index_groups=groups) * w).sum()), axis_name="i")
+    np.testing.assert_allclose(np.asarray(psum_grad(x, u)),
+                               np.stack([u[members[i]].sum(0) for i in range(n)]), rtol=1e-6)
+    w = np.random.RandomState(2).randn(n, 2, 3)   # each example's cotangent of its gather
+    gather_grad = pyree.vmap(pyree.grad(
+        lambda v, w: (lax.all_gather(v, "i", axis_index_groups=groups) * w).sum()),
+        axis_name="i")
+    want = np.stack([sum(w[j][members[j].index(i)] for j in members[i]) for i in range(n)])
+    np.testing.assert_allclose(np.asarray(gather_grad(x, w)), want, rtol=1e-6)
+
+
+_GROUPED_ON_N_DEVICES = """
+import numpy as np
+import pyree
+from test_pmap import group_cases
+n = pyree.device_count()
+X = np.random.RandomState(0).randn(n, 2, 3).astype(np.float32)
+for name, f, reference in group_cases(n):
+    got = pyree.pmap(f, axis_name="i")(X)
+    np.testing.assert_allclose(np.asarray(got), reference(X), rtol=1e-6, err_msg=name)
+print("ok")
+"""
+
+
+def test_pmap_grouped_collectives_on_four_devices(tmp_path):
+    _run_on_devices(_GROUPED_ON_N_DEVICES, 4, tmp_path)
