@@ -39,15 +39,13 @@ def _reduction(prim, x: Any, axis_name: Any, axis_index_groups: Any = None) -> A
         import pyree.numpy as jnp
         combine = {_c.psum_p: jnp.sum, _c.pmax_p: jnp.max, _c.pmin_p: jnp.min}[prim]
         return tree_util.tree_map(
-            lambda leaf: combine(_group_peers(leaf, names, axis_index_groups, what), axis=0), x)
+            lambda leaf: combine(_group_peers(leaf, names, axis_index_groups, what)[0], axis=0), x)
     return tree_util.tree_map(lambda leaf: prim.bind(leaf, axis_name=names), x)
 
 
-def _group_peers(leaf: Any, names: tuple, axis_index_groups: Any, what: str) -> Any:
-    """The ``leaf`` of every member of this example's (device's) group, stacked along a new
-    first axis in the group's order: one all_gather over the whole axis, then the group's rows
-    (a group of g positions out of n costs an all_gather of n; groups are small in practice)."""
-    import pyree.numpy as jnp
+def _groups(names: tuple, axis_index_groups: Any, what: str) -> list:
+    """``axis_index_groups`` checked: lists of positions along the one named axis, all of one
+    size, each position in one."""
     if len(names) != 1:
         raise ValueError(f"{what}: axis_index_groups needs one axis name, got {names}"
                          f"{where(None)}")
@@ -62,21 +60,47 @@ def _group_peers(leaf: Any, names: tuple, axis_index_groups: Any, what: str) -> 
             f"{what}: axis_index_groups {axis_index_groups!r} must split the {size} positions "
             f"of axis {names[0]!r} into groups of one size, each position in one group"
             f"{where(None)}")
+    return groups
+
+
+def _group_peers(leaf: Any, names: tuple, axis_index_groups: Any, what: str
+                 ) -> tuple[Any, Any]:
+    """The ``leaf`` of every member of this example's (device's) group, stacked along a new
+    first axis in the group's order, and this example's rank in its group: one all_gather
+    over the whole axis, then the group's rows (a group of g positions out of n costs an
+    all_gather of n; groups are small in practice)."""
+    import pyree.numpy as jnp
+    groups = _groups(names, axis_index_groups, what)
+    size = batching.named_axis_size(names[0])
     members = np.zeros((size, len(groups[0])), np.int32)   # position -> its group's members
+    ranks = np.zeros(size, np.int32)                       # position -> its rank in the group
     for group in groups:
         members[group] = group
-    mine = jnp.asarray(members)[_c.axis_index_p.bind(axis_name=names)]
+        ranks[group] = range(len(group))
+    position = _c.axis_index_p.bind(axis_name=names)
     gathered = _c.all_gather_p.bind(leaf, axis_name=names, axis_size=size, tiled=False,
                                     all_gather_dimension=0)
-    return jnp.take(gathered, mine, axis=0)
+    return jnp.take(gathered, jnp.asarray(members)[position], axis=0), jnp.asarray(ranks)[position]
+
+
+def _piece(x: Any, rank: Any, dimension: int, count: int, tiled: bool) -> Any:
+    """Piece ``rank`` of ``count`` along ``dimension``: an entry (removing the dimension) or,
+    ``tiled``, a block."""
+    import pyree.numpy as jnp
+    from pyree import lax
+    if not tiled:
+        return jnp.take(x, rank, axis=dimension)
+    width = get_aval(x).shape[dimension] // count
+    return lax.dynamic_slice_in_dim(x, rank * width, width, axis=dimension)
 
 
 def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The sum of ``x`` over the examples of the ``vmap`` (devices of the ``pmap``) whose
     ``axis_name`` is given (a name or a tuple of names); every example gets the total. ``x``
     may be a pytree. ``axis_index_groups`` (lists of positions along one axis, all of one
-    size, each position in one) sums within each group instead: ``[[0, 1], [2, 3]]``. So do
-    ``pmax``, ``pmin``, ``pmean`` and ``all_gather``.
+    size, each position in one) sums within each group instead: ``[[0, 1], [2, 3]]``. Every
+    collective here takes it (``psum_scatter`` and ``all_to_all`` then scatter and exchange
+    among the group's members, by their rank in the group).
 
     Example::
 
@@ -117,7 +141,7 @@ def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     names = _axis_names(axis_name, "lax.pmean")
     if axis_index_groups is not None:
         return tree_util.tree_map(lambda leaf: jnp.mean(
-            _group_peers(leaf, names, axis_index_groups, "lax.pmean"), axis=0), x)
+            _group_peers(leaf, names, axis_index_groups, "lax.pmean")[0], axis=0), x)
     count = _c.psum_p.bind(1.0, axis_name=names)  # the axes' total size
     return tree_util.tree_map(lambda total: jnp.true_divide(total, count), psum(x, axis_name))
 
@@ -155,7 +179,7 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
                              f"rank {ndim}")
         if axis_index_groups is not None:
             import pyree.numpy as jnp
-            peers = _group_peers(leaf, names, axis_index_groups, "lax.all_gather")
+            peers = _group_peers(leaf, names, axis_index_groups, "lax.all_gather")[0]
             if not tiled:
                 return jnp.moveaxis(peers, 0, axis % (ndim + 1))
             return jnp.concatenate(list(peers), axis=axis)
@@ -201,16 +225,18 @@ def _dimension(dimension: int, rank: int, what: str) -> int:
 
 
 def _check_divisible(what: str, dimension: int, shape: tuple, size: int, tiled: bool,
-                     axis_name: Any) -> None:
+                     axis_name: Any, grouped: bool = False) -> None:
+    """``shape[dimension]`` splits into ``size`` pieces: the axis's size, or ``grouped`` its
+    groups' size."""
+    of = f"of the groups of axis {axis_name!r}" if grouped else f"of axis {axis_name!r}"
     if tiled and shape[dimension] % size:
         raise ValueError(f"{what}: the operand's dimension {dimension} (shape {shape}) has size "
-                         f"{shape[dimension]}, which is not divisible by the size {size} of "
-                         f"axis {axis_name!r}{where(None)}")
+                         f"{shape[dimension]}, which is not divisible by the size {size} {of}"
+                         f"{where(None)}")
     if not tiled and shape[dimension] != size:
         raise ValueError(f"{what}: the operand's dimension {dimension} (shape {shape}) has size "
-                         f"{shape[dimension]}, but it must equal the size {size} of axis "
-                         f"{axis_name!r} (or pass tiled=True to split it into {size} blocks)"
-                         f"{where(None)}")
+                         f"{shape[dimension]}, but it must equal the size {size} {of} (or "
+                         f"pass tiled=True to split it into {size} blocks){where(None)}")
 
 
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
@@ -226,14 +252,18 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
         pyree.vmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(x)
         # [[4., 6.], [8., 10.]]: example 0 gets the sum's first half, example 1 the second
     """
-    if axis_index_groups is not None:
-        raise NotImplementedError("lax.psum_scatter: axis_index_groups is not supported yet")
     names, size = _one_named_axis(axis_name, "lax.psum_scatter")
+    if axis_index_groups is not None:
+        size = len(_groups(names, axis_index_groups, "lax.psum_scatter")[0])
 
     def scatter(leaf: Any) -> Any:
         shape = get_aval(leaf).shape
         dimension = _dimension(scatter_dimension, len(shape), "lax.psum_scatter scatter_dimension")
-        _check_divisible("lax.psum_scatter", dimension, shape, size, tiled, names[0])
+        _check_divisible("lax.psum_scatter", dimension, shape, size, tiled, names[0],
+                         axis_index_groups is not None)
+        if axis_index_groups is not None:
+            peers, rank = _group_peers(leaf, names, axis_index_groups, "lax.psum_scatter")
+            return _piece(peers.sum(0), rank, dimension, size, tiled)
         return _c.psum_scatter_p.bind(leaf, axis_name=names, scatter_dimension=dimension,
                                       tiled=bool(tiled), axis_size=size)
     return tree_util.tree_map(scatter, x)
@@ -254,15 +284,24 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
         pyree.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(x)
         # [[0., 2.], [1., 3.]]: example i gets entry i of every row (a transpose)
     """
-    if axis_index_groups is not None:
-        raise NotImplementedError("lax.all_to_all: axis_index_groups is not supported yet")
     names, size = _one_named_axis(axis_name, "lax.all_to_all")
+    if axis_index_groups is not None:
+        size = len(_groups(names, axis_index_groups, "lax.all_to_all")[0])
 
     def exchange(leaf: Any) -> Any:
         shape = get_aval(leaf).shape
         split = _dimension(split_axis, len(shape), "lax.all_to_all split_axis")
         concat = _dimension(concat_axis, len(shape), "lax.all_to_all concat_axis")
-        _check_divisible("lax.all_to_all split_axis", split, shape, size, tiled, names[0])
+        _check_divisible("lax.all_to_all split_axis", split, shape, size, tiled, names[0],
+                         axis_index_groups is not None)
+        if axis_index_groups is not None:
+            import pyree.numpy as jnp
+            # Every member's piece (this example's rank) in the group's order, joined.
+            peers, rank = _group_peers(leaf, names, axis_index_groups, "lax.all_to_all")
+            pieces = _piece(peers, rank, split + 1, size, tiled)
+            if not tiled:
+                return jnp.moveaxis(pieces, 0, concat)
+            return jnp.concatenate(list(pieces), axis=concat)
         return _c.all_to_all_p.bind(leaf, axis_name=names, split_axis=split,
                                     concat_axis=concat, tiled=bool(tiled), axis_size=size)
     return tree_util.tree_map(exchange, x)

@@ -722,6 +722,8 @@ def test_pmax_and_pmin_derivatives_average_over_ties():
     (lambda v: lax.pmax(v, "i", axis_index_groups=[[0, 1], [2, 2]]), ValueError,
      "each position in one group"),
     (lambda v: lax.all_gather(v, "i", axis_index_groups=3), ValueError, "must split"),
+    (lambda v: lax.psum_scatter(v, "i", axis_index_groups=[[0, 1], [2, 3]]), ValueError,
+     "has size 4, but it must equal the size 2 of the groups of axis 'i'"),
 ])
 def test_collective_argument_errors_name_the_line(fun, error, text):
     x = np.ones((4, 4, 6), np.float32)
@@ -743,9 +745,19 @@ def group_cases(n: int) -> list:
     that take axis_index_groups, grouped as ``grouped(n)``."""
     groups = grouped(n)
     members = {i: group for group in groups for i in group}
+    g = len(groups[0])
 
     def within(combine):
         return lambda X: np.stack([combine(X[members[i]]) for i in range(n)])
+
+    def scattered(dim, tiled, cut):
+        return lambda X: np.stack([_piece(X[members[i]][:, :cut].sum(0), dim,
+                                          members[i].index(i), g, tiled) for i in range(n)])
+
+    def exchanged(split, concat, tiled, cut):
+        return lambda X: np.stack([_join([_piece(X[k][:cut], split, members[i].index(i), g,
+                                                 tiled) for k in members[i]], concat, tiled)
+                                   for i in range(n)])
     return [
         ("psum", lambda v: lax.psum(v, "i", axis_index_groups=groups),
          within(lambda G: G.sum(0))),
@@ -760,12 +772,22 @@ def group_cases(n: int) -> list:
         ("all_gather tiled", lambda v: lax.all_gather(v, "i", axis_index_groups=groups,
                                                        tiled=True),
          within(lambda G: np.concatenate(list(G), 0))),
+        ("psum_scatter", lambda v: lax.psum_scatter(v[:g], "i", axis_index_groups=groups),
+         scattered(0, False, g)),
+        ("psum_scatter tiled", lambda v: lax.psum_scatter(
+            v, "i", scatter_dimension=1, axis_index_groups=groups, tiled=True),
+         scattered(1, True, None)),
+        ("all_to_all", lambda v: lax.all_to_all(v[:g], "i", 0, 1, axis_index_groups=groups),
+         exchanged(0, 1, False, g)),
+        ("all_to_all tiled", lambda v: lax.all_to_all(v, "i", 1, 0, axis_index_groups=groups,
+                                                       tiled=True),
+         exchanged(1, 0, True, None)),
     ]
 
 
 @pytest.mark.parametrize("n", [1, 4, 6])
 def test_vmap_grouped_collectives_match_numpy(n):
-    X = np.random.RandomState(n).randn(n, 2, 3).astype(np.float32)
+    X = np.random.RandomState(n).randn(n, 2, 4).astype(np.float32)
     for name, f, reference in group_cases(n):
         got = pyree.jit(pyree.vmap(f, axis_name="i"))(X)
         np.testing.assert_allclose(np.asarray(got), reference(X), rtol=1e-6, err_msg=name)
@@ -803,7 +825,7 @@ import numpy as np
 import pyree
 from test_pmap import group_cases
 n = pyree.device_count()
-X = np.random.RandomState(0).randn(n, 2, 3).astype(np.float32)
+X = np.random.RandomState(0).randn(n, 2, 4).astype(np.float32)
 for name, f, reference in group_cases(n):
     got = pyree.pmap(f, axis_name="i")(X)
     np.testing.assert_allclose(np.asarray(got), reference(X), rtol=1e-6, err_msg=name)
