@@ -159,7 +159,7 @@ class ClosedIR:
     __repr__ = __str__
 
 
-# -- printing ---------------------------------------------------------------------------------
+# -- rewriting ------------------------------------------------------------------------------------
 
 def map_regions(eqn: Eqn, rewrite: Callable[[IR], IR]) -> Eqn:
     """``eqn`` with each IR among its parameters (a loop's body, a branch, ...) replaced by
@@ -199,6 +199,8 @@ def inline(region: IR, inputs: Sequence[Atom]) -> tuple[list[Eqn], list[Atom]]:
         eqns.append(eqn.replace(inputs=[read(a) for a in eqn.inputs], outputs=outputs))
     return eqns, [read(a) for a in region.outs]
 
+
+# -- printing ---------------------------------------------------------------------------------
 
 def _names() -> Iterator[str]:
     letters = "abcdefghijklmnopqrstuvwxyz"

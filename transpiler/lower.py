@@ -628,15 +628,22 @@ def device_promise(index: int):
     return mlir().Attribute.parse(f"#hal.device.promise<@{device_symbol(index)}>")
 
 
+def _as_lowered(ir: IR) -> IR:
+    """``ir`` as it is lowered: while loops rotated (loop_rotation.py), gathers moved into the
+    elementwise expressions they read (gather_scatter.sink_gathers), then what nothing reads
+    pruned."""
+    from .gather_scatter import sink_gathers
+    from .loop_rotation import rotate_loops
+    from .prune import prune_ir
+    return prune_ir(sink_gathers(rotate_loops(ir)))
+
+
 def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool,
                      affinities: Optional[tuple] = None) -> LoweredModule:
     ir_module = mlir()
     from iree.compiler.dialects import func
 
-    from .gather_scatter import sink_gathers
-    from .loop_rotation import rotate_loops
-    from .prune import prune_ir
-    ir = prune_ir(sink_gathers(rotate_loops(closed.ir)))
+    ir = _as_lowered(closed.ir)
     with mlir_context(), ir_module.Location.unknown():
         module = ir_module.Module.create()
         arg_types = [tensor_type(v.aval) for v in list(ir.const_vars) + list(ir.in_vars)]
@@ -717,13 +724,10 @@ def _lower_for_export(functions: Sequence[tuple[str, ClosedIR, dict[str, str]]])
     ir_module = mlir()
     from iree.compiler.dialects import func
 
-    from .gather_scatter import sink_gathers
-    from .loop_rotation import rotate_loops
-    from .prune import prune_ir
     with mlir_context(), ir_module.Location.unknown():
         module = ir_module.Module.create()
         for name, closed, reflection in functions:
-            ir = prune_ir(sink_gathers(rotate_loops(closed.ir)))
+            ir = _as_lowered(closed.ir)
             arg_types = [tensor_type(v.aval) for v in ir.in_vars]
             out_types = [tensor_type(a.aval) for a in ir.outs]
             with ir_module.InsertionPoint(module.body):
