@@ -10,6 +10,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -77,10 +78,9 @@ def _group_peers(leaf: Any, names: tuple, axis_index_groups: Any, what: str
     for group in groups:
         members[group] = group
         ranks[group] = range(len(group))
-    position = _c.axis_index_p.bind(axis_name=names)
-    gathered = _c.all_gather_p.bind(leaf, axis_name=names, axis_size=size, tiled=False,
-                                    all_gather_dimension=0)
-    return jnp.take(gathered, jnp.asarray(members)[position], axis=0), jnp.asarray(ranks)[position]
+    position = _position(names)
+    return (jnp.take(_everyone(leaf, names), jnp.asarray(members)[position], axis=0),
+            jnp.asarray(ranks)[position])
 
 
 def _piece(x: Any, rank: Any, dimension: int, count: int, tiled: bool) -> Any:
@@ -154,8 +154,30 @@ def axis_index(axis_name: Any) -> Any:
 
         pyree.vmap(lambda v: v * lax.axis_index("i"), axis_name="i")(jnp.ones(3))  # [0, 1, 2]
     """
-    names = _axis_names(axis_name, "lax.axis_index")
-    return _c.axis_index_p.bind(axis_name=names)
+    names, _ = _named_axes(axis_name, "lax.axis_index")
+    return _position(names)
+
+
+def _position(names: tuple) -> Any:
+    """This example's (device's) position along ``names`` taken together, the first the most
+    significant (JAX's order): along ("i", "j") of sizes (2, 3), i * 3 + j."""
+    position = None
+    for name in names:
+        along = _c.axis_index_p.bind(axis_name=(name,))
+        position = along if position is None else (
+            position * batching.named_axis_size(name) + along)
+    return position
+
+
+def _everyone(leaf: Any, names: tuple) -> Any:
+    """``leaf`` of every example (device) along ``names`` taken together, stacked along a new
+    first axis in the order of _position: one all_gather per name, the last first."""
+    import pyree.numpy as jnp
+    shape = get_aval(leaf).shape
+    for name in reversed(names):
+        leaf = _c.all_gather_p.bind(leaf, axis_name=(name,), tiled=False, all_gather_dimension=0,
+                                    axis_size=batching.named_axis_size(name))
+    return jnp.reshape(leaf, (-1,) + tuple(shape))
 
 
 def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0,
@@ -169,17 +191,17 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
         pyree.vmap(lambda v: lax.all_gather(v, "i"), axis_name="i")(jnp.arange(3.0))
         # each example gets [0., 1., 2.]
     """
-    names = _axis_names(axis_name, "lax.all_gather")
-    size = batching.named_axis_size(names[0])
+    names, size = _named_axes(axis_name, "lax.all_gather")
 
     def gather(leaf):
         ndim = get_aval(leaf).ndim
         if not -(ndim + (not tiled)) <= axis < ndim + (not tiled):
             raise ValueError(f"lax.all_gather axis {axis} is out of range for an operand of "
                              f"rank {ndim}")
-        if axis_index_groups is not None:
+        if axis_index_groups is not None or len(names) > 1:
             import pyree.numpy as jnp
-            peers = _group_peers(leaf, names, axis_index_groups, "lax.all_gather")[0]
+            peers = (_everyone(leaf, names) if axis_index_groups is None else
+                     _group_peers(leaf, names, axis_index_groups, "lax.all_gather")[0])
             if not tiled:
                 return jnp.moveaxis(peers, 0, axis % (ndim + 1))
             return jnp.concatenate(list(peers), axis=axis)
@@ -198,19 +220,36 @@ def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
         n = 4   # a ring shift over a pmap of 4 devices
         lax.ppermute(v, "i", perm=[(j, (j + 1) % n) for j in range(n)])
     """
-    names = _axis_names(axis_name, "lax.ppermute")
+    names, size = _named_axes(axis_name, "lax.ppermute")
     pairs = tuple((int(s), int(d)) for s, d in perm)
-    return tree_util.tree_map(lambda leaf: _c.ppermute_p.bind(leaf, axis_name=names,
-                                                              perm=pairs), x)
+    if len(names) == 1:
+        return tree_util.tree_map(lambda leaf: _c.ppermute_p.bind(leaf, axis_name=names,
+                                                                  perm=pairs), x)
+    # Over several axes taken together: every example's x, and each destination's source.
+    import pyree.numpy as jnp
+    sources, destinations = [s for s, _ in pairs], [d for _, d in pairs]
+    if (any(not 0 <= i < size for i in sources + destinations)
+            or len(set(sources)) != len(sources) or len(set(destinations)) != len(destinations)):
+        raise ValueError(f"lax.ppermute: perm {perm!r} must pair positions in [0, {size}) of "
+                         f"the axes {names}, each at most once as a source and once as a "
+                         f"destination{where(None)}")
+    source_of = np.full(size, -1, np.int32)
+    source_of[destinations] = sources
+    source = jnp.asarray(source_of)[_position(names)]
+
+    def receive(leaf: Any) -> Any:
+        sent = jnp.take(_everyone(leaf, names), jnp.maximum(source, 0), axis=0)
+        return jnp.where(source >= 0, sent, jnp.zeros_like(sent))
+    return tree_util.tree_map(receive, x)
 
 
-def _one_named_axis(axis_name: Any, what: str) -> tuple:
-    """``axis_name`` as a one-name tuple, bound by an enclosing vmap or pmap, and its size."""
+def _named_axes(axis_name: Any, what: str) -> tuple[tuple, int]:
+    """``axis_name`` as a tuple of names, each bound by an enclosing vmap or pmap and named
+    once, and the product of their sizes."""
     names = _axis_names(axis_name, what)
-    if len(names) != 1:
-        raise NotImplementedError(f"{what} over several axes at once ({names}) is not "
-                                  f"supported yet{where(None)}")
-    return names, batching.named_axis_size(names[0])
+    if len(set(names)) != len(names):
+        raise ValueError(f"{what}: an axis is named twice in {names}{where(None)}")
+    return names, math.prod(batching.named_axis_size(name) for name in names)
 
 
 def _dimension(dimension: int, rank: int, what: str) -> int:
@@ -252,7 +291,7 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
         pyree.vmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(x)
         # [[4., 6.], [8., 10.]]: example 0 gets the sum's first half, example 1 the second
     """
-    names, size = _one_named_axis(axis_name, "lax.psum_scatter")
+    names, size = _named_axes(axis_name, "lax.psum_scatter")
     if axis_index_groups is not None:
         size = len(_groups(names, axis_index_groups, "lax.psum_scatter")[0])
 
@@ -264,6 +303,9 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
         if axis_index_groups is not None:
             peers, rank = _group_peers(leaf, names, axis_index_groups, "lax.psum_scatter")
             return _piece(peers.sum(0), rank, dimension, size, tiled)
+        if len(names) > 1:
+            total = _c.psum_p.bind(leaf, axis_name=names)
+            return _piece(total, _position(names), dimension, size, tiled)
         return _c.psum_scatter_p.bind(leaf, axis_name=names, scatter_dimension=dimension,
                                       tiled=bool(tiled), axis_size=size)
     return tree_util.tree_map(scatter, x)
@@ -284,7 +326,7 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
         pyree.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(x)
         # [[0., 2.], [1., 3.]]: example i gets entry i of every row (a transpose)
     """
-    names, size = _one_named_axis(axis_name, "lax.all_to_all")
+    names, size = _named_axes(axis_name, "lax.all_to_all")
     if axis_index_groups is not None:
         size = len(_groups(names, axis_index_groups, "lax.all_to_all")[0])
 
@@ -294,10 +336,13 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
         concat = _dimension(concat_axis, len(shape), "lax.all_to_all concat_axis")
         _check_divisible("lax.all_to_all split_axis", split, shape, size, tiled, names[0],
                          axis_index_groups is not None)
-        if axis_index_groups is not None:
+        if axis_index_groups is not None or len(names) > 1:
             import pyree.numpy as jnp
             # Every member's piece (this example's rank) in the group's order, joined.
-            peers, rank = _group_peers(leaf, names, axis_index_groups, "lax.all_to_all")
+            if axis_index_groups is None:
+                peers, rank = _everyone(leaf, names), _position(names)
+            else:
+                peers, rank = _group_peers(leaf, names, axis_index_groups, "lax.all_to_all")
             pieces = _piece(peers, rank, split + 1, size, tiled)
             if not tiled:
                 return jnp.moveaxis(pieces, 0, concat)

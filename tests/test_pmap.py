@@ -716,7 +716,7 @@ def test_pmax_and_pmin_derivatives_average_over_ties():
      "split_axis: the operand's dimension 1 .* not divisible by the size 4"),
     (lambda v: lax.all_to_all(v, "i", 0, 2), ValueError,
      "concat_axis 2 is out of range"),
-    (lambda v: lax.all_to_all(v, ("i", "i"), 0, 0), NotImplementedError, "several axes"),
+    (lambda v: lax.all_to_all(v, ("i", "i"), 0, 0), ValueError, "an axis is named twice"),
     (lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [2]]), ValueError,
      "must split the 4 positions of axis 'i' into groups of one size"),
     (lambda v: lax.pmax(v, "i", axis_index_groups=[[0, 1], [2, 2]]), ValueError,
@@ -835,3 +835,65 @@ print("ok")
 
 def test_pmap_grouped_collectives_on_four_devices(tmp_path):
     _run_on_devices(_GROUPED_ON_N_DEVICES, 4, tmp_path)
+
+
+# -- several axes at once ------------------------------------------------------------------------
+
+def several_axes_cases(order: tuple) -> list:
+    """(name, per-example function, reference of the flat stacked result) over the axes "i"
+    and "j" taken together in ``order``; the reference gets every example's operand stacked
+    in that order (the first name the most significant, as in JAX)."""
+    return [
+        ("axis_index", lambda v: lax.axis_index(order) + 0 * v[0, 0],
+         lambda F: np.arange(len(F), dtype=np.float64)),
+        ("all_gather", lambda v: lax.all_gather(v, order, axis=1),
+         lambda F: all_gather_reference(F, 1, False)),
+        ("all_gather tiled", lambda v: lax.all_gather(v, order, tiled=True),
+         lambda F: all_gather_reference(F, 0, True)),
+        ("psum_scatter", lambda v: lax.psum_scatter(v, order, scatter_dimension=1, tiled=True),
+         lambda F: psum_scatter_reference(F, 1, True)),
+        ("all_to_all", lambda v: lax.all_to_all(v, order, 1, 0, tiled=True),
+         lambda F: all_to_all_reference(F, 1, 0, True)),
+        ("ppermute", lambda v: lax.ppermute(v, order, SEVERAL_AXES_PERM),
+         lambda F: ppermute_reference(F, SEVERAL_AXES_PERM)),
+    ]
+
+
+# Over six positions: a cycle, and position 5 sending nothing, 0 getting nothing.
+SEVERAL_AXES_PERM = [(0, 3), (3, 1), (1, 4), (4, 2), (2, 5)]
+
+
+@pytest.mark.parametrize("order", [("i", "j"), ("j", "i")])
+def test_vmap_collectives_over_two_axes_match_numpy(order):
+    X = np.random.RandomState(0).randn(2, 3, 2, 12)   # vmap "i" of 2 around vmap "j" of 3
+    # Each example's operand, stacked in the order the names are taken together.
+    flat = (X if order == ("i", "j") else X.transpose(1, 0, 2, 3)).reshape(6, 2, 12)
+    for name, f, reference in several_axes_cases(order):
+        got = np.asarray(pyree.vmap(pyree.vmap(f, axis_name="j"), axis_name="i")(X))
+        want = reference(flat)
+        if order == ("j", "i"):   # back to the (i, j) order of the vmaps
+            want = want.reshape((3, 2) + want.shape[1:]).swapaxes(0, 1)
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-6, atol=1e-6,
+                                   err_msg=name)
+    with pytest.raises(ValueError, match="(?s)once as a destination.*test_pmap\\.py"):
+        pyree.vmap(pyree.vmap(lambda v: lax.ppermute(v, order, [(0, 1), (2, 1)]),
+                              axis_name="j"), axis_name="i")(X)
+
+
+_TWO_AXES_ON_N_DEVICES = """
+import numpy as np
+import pyree
+from test_pmap import several_axes_cases
+n = pyree.device_count()
+X = np.random.RandomState(0).randn(n, 3, 2, 12).astype(np.float32)
+for name, f, reference in several_axes_cases(("i", "j")):
+    got = pyree.pmap(pyree.vmap(f, axis_name="j"), axis_name="i")(X)
+    want = reference(X.reshape(3 * n, 2, 12).astype(np.float64))
+    np.testing.assert_allclose(np.asarray(got).reshape(want.shape), want, rtol=1e-5,
+                               atol=1e-5, err_msg=name)
+print("ok")
+"""
+
+
+def test_pmap_of_vmap_collectives_over_both_axes(tmp_path):
+    _run_on_devices(_TWO_AXES_ON_N_DEVICES, 2, tmp_path)
