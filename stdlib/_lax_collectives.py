@@ -252,6 +252,11 @@ def _named_axes(axis_name: Any, what: str) -> tuple[tuple, int]:
     return names, math.prod(batching.named_axis_size(name) for name in names)
 
 
+def _named(names: tuple) -> Any:
+    """The axis name for messages: the name, or the names taken together."""
+    return names[0] if len(names) == 1 else names
+
+
 def _dimension(dimension: int, rank: int, what: str) -> int:
     """``dimension`` of an operand of ``rank`` (negative: from the end), checked."""
     if rank == 0:
@@ -298,7 +303,7 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
     def scatter(leaf: Any) -> Any:
         shape = get_aval(leaf).shape
         dimension = _dimension(scatter_dimension, len(shape), "lax.psum_scatter scatter_dimension")
-        _check_divisible("lax.psum_scatter", dimension, shape, size, tiled, names[0],
+        _check_divisible("lax.psum_scatter", dimension, shape, size, tiled, _named(names),
                          axis_index_groups is not None)
         if axis_index_groups is not None:
             peers, rank = _group_peers(leaf, names, axis_index_groups, "lax.psum_scatter")
@@ -334,7 +339,7 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
         shape = get_aval(leaf).shape
         split = _dimension(split_axis, len(shape), "lax.all_to_all split_axis")
         concat = _dimension(concat_axis, len(shape), "lax.all_to_all concat_axis")
-        _check_divisible("lax.all_to_all split_axis", split, shape, size, tiled, names[0],
+        _check_divisible("lax.all_to_all split_axis", split, shape, size, tiled, _named(names),
                          axis_index_groups is not None)
         if axis_index_groups is not None or len(names) > 1:
             import pyree.numpy as jnp
