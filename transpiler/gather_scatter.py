@@ -29,7 +29,8 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from . import primitives as P
-from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules, zeros
+from .ad import (Zero, instantiate, is_undefined, jvp_rules, read_env, transpose_rules,
+                 zeros)
 from .batching import batching_rules, broadcast_batched, moveaxis
 from .eager import STATIC_SHAPE_PRIMITIVES
 from .ir import IR, Eqn, ShapedArray, Var, inline, map_regions
@@ -995,24 +996,19 @@ def _sunk_gather(g: Eqn, producers: dict, consumers: dict) -> tuple[list[Eqn], A
 
     def gathered(*args):
         *leaf_values, idx = args
-        env: dict[int, Any] = {}
+        env: dict[Var, Any] = {}
         for var, value in zip(leaves, leaf_values):
             if var.aval.ndim == 0:
-                env[id(var)] = value
+                env[var] = value
             elif id(var) in read_whole:
-                env[id(var)] = _gathered_broadcast(value, read_whole[id(var)], g.params,
-                                                   out_aval.shape)
+                env[var] = _gathered_broadcast(value, read_whole[id(var)], g.params,
+                                               out_aval.shape)
             else:
-                env[id(var)] = gather_p.bind(value, idx, **leaf_params)
-
-        def read(atom: Any) -> Any:
-            if isinstance(atom, Var):
-                return env[id(atom)]
-            return TypedScalar(atom.value, atom.aval.dtype, atom.aval.weak_type)
+                env[var] = gather_p.bind(value, idx, **leaf_params)
         for eqn in replayed:
-            env[id(eqn.outputs[0])] = eqn.primitive.bind(*[read(a) for a in eqn.inputs],
-                                                         **eqn.params)
-        result = env[id(operand)]
+            env[eqn.outputs[0]] = eqn.primitive.bind(*[read_env(env, a) for a in eqn.inputs],
+                                                     **eqn.params)
+        result = env[operand]
         mask = _in_bounds(idx, operand.aval.shape, g.params, out_aval.shape) if fill else None
         if mask is not None:
             value = g.params["fill_value"]
