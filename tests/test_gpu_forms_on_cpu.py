@@ -106,3 +106,38 @@ def test_eager_elementwise_kernels_on_rows(monkeypatch, tmp_path):
                                      caller_storage=True, static_minor=256)
     assert "tensor<?x256xf32>" in module.text
     assert "ld.global.nc.v4" in cuda_ptx(module.text, tmp_path / "exp_rows")
+
+
+def test_long_scan_compiles_for_cuda_without_carry_keeping_barriers():
+    # IREE 3.13's CUDA stream passes failed on a 1000-step scan run in blocks beside a while
+    # loop ("failed to solve for usage analysis") once loops kept their initial carries past
+    # them (lower.kept_past_loop); jit then compiles the module lowered without those barriers.
+    from pyree.runtime.device import Device
+    from pyree.transpiler.jit import _compiled_module
+    from pyree.transpiler.lower import initial_carries_released
+    rng = np.random.default_rng(8)
+    w = (rng.normal(size=(16, 16)) / 4).astype(np.float32)
+    xs = rng.normal(size=(1000, 8, 16)).astype(np.float32)
+
+    def rnn(w, xs):
+        def step(h, x):
+            h = jnp.tanh(x + h @ w)
+            return h, h.sum()
+        h, sums = pyree.lax.scan(step, jnp.zeros((8, 16), np.float32), xs)
+        n = pyree.lax.while_loop(lambda n: n < 1000, lambda n: n * 2 + 1, jnp.int32(1))
+        return h, sums * n
+
+    saved = pyree.config.cuda_target
+    pyree.config.update("cuda_target", "sm_80")    # (the failure needs it; no GPU is opened)
+    try:
+        assert len(_compiled_module(pyree.make_ir(rnn)(w, xs), Device("cuda"))[3]) > 0
+    finally:
+        pyree.config.update("cuda_target", saved)
+    with initial_carries_released():     # the released form's values, on the CPU
+        h, sums = pyree.jit(rnn)(w, xs)
+    want_h, want_sums = np.zeros((8, 16)), []
+    for x in xs:
+        want_h = np.tanh(x + want_h @ w)
+        want_sums.append(want_h.sum() * 1023)
+    np.testing.assert_allclose(h, want_h, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sums, want_sums, rtol=1e-4, atol=1e-1)

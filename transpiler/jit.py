@@ -30,7 +30,8 @@ from .convert import converted
 from .operators import Undefined
 from .eager import operands_device, to_array
 from .ir import IR, ClosedIR, ShapedArray, Var
-from .lower import LoweredModule, lower_closed_ir, takes_caller_storage
+from .lower import (LoweredModule, initial_carries_released, lower_closed_ir,
+                    takes_caller_storage)
 from .prune import prune_ir
 from .source import where
 from .trace import (Tracer, _state, canonicalize_array, eval_ir, get_aval, has_effects,
@@ -655,6 +656,24 @@ def _module_to_compile(closed: ClosedIR, device: Device,
     return lowered, lowered, False
 
 
+def _compiled_module(closed: ClosedIR, device: Device,
+                     lowered: Optional[LoweredModule] = None
+                     ) -> tuple[LoweredModule, LoweredModule, bool, bytes]:
+    """``_module_to_compile``'s three values and the module compiled for ``device``."""
+    lowered, module, caller_storage = _module_to_compile(closed, device, lowered)
+    try:
+        return lowered, module, caller_storage, rcompile.compile_mlir(
+            module.text, device.compile_flags, cache_text=module.text_without_locations)
+    except rcompile.CompileError:
+        # IREE fails on some loops' carry-keeping barriers (lower.initial_carries_released)
+        with initial_carries_released():
+            lowered, released, caller_storage = _module_to_compile(closed, device)
+        if released.text_without_locations == module.text_without_locations:
+            raise
+    return lowered, released, caller_storage, rcompile.compile_mlir(
+        released.text, device.compile_flags, cache_text=released.text_without_locations)
+
+
 # Results up to this size that depend on no argument are computed once (fixed_outputs).
 FIXED_OUTPUT_MAX_BYTES = 1 << 24
 
@@ -716,9 +735,7 @@ def compile_closed_ir(closed: ClosedIR, out_tree, device: Device,
             fixed = [(i, to_array(v, device)) for i, v in zip(indices, values)]
     executable = None
     if closed.out_avals or not fixed:
-        lowered, module, caller_storage = _module_to_compile(closed, device, lowered)
-        vmfb = rcompile.compile_mlir(module.text, device.compile_flags,
-                                     cache_text=module.text_without_locations)
+        lowered, module, caller_storage, vmfb = _compiled_module(closed, device, lowered)
         executable = Executable(vmfb, module.function, device, closed.out_avals,
                                 work=estimate_work(closed), caller_storage=caller_storage)
     consts = []

@@ -285,6 +285,32 @@ def own_buffers(values: Sequence, block, barrier_outside: bool = False) -> list:
     return result
 
 
+# Whether loops keep their initial carries alive past them (kept_past_loop): jit lowers a
+# module again without that when IREE fails to compile it (see initial_carries_released).
+_keep_initial_carries = contextvars.ContextVar("pyree_keep_initial_carries", default=True)
+
+
+@contextlib.contextmanager
+def initial_carries_released():
+    """Lower without ``kept_past_loop``'s barriers (loops' results stay as they are).
+
+    IREE 3.13's CUDA stream passes fail on some modules holding those barriers ("failed to
+    solve for usage analysis": a scan of 800 or 1000 steps of ``tanh(x + h @ w)`` run in
+    blocks, whose loops follow each other and nest; 666 steps or a CPU target compiled), so
+    jit compiles such a module once more lowered this way (``jit.compile_closed_ir``).
+
+    Example::
+
+        with initial_carries_released():
+            module = lower_closed_ir(closed, platform="cuda")
+    """
+    token = _keep_initial_carries.set(False)
+    try:
+        yield
+    finally:
+        _keep_initial_carries.reset(token)
+
+
 def kept_past_loop(results: Sequence, inits: Sequence) -> list:
     """``results`` of a loop that started from ``inits`` (what ``own_buffers(..., None)``
     returned), passed through one optimization barrier together with the initial carries, so
@@ -303,7 +329,7 @@ def kept_past_loop(results: Sequence, inits: Sequence) -> list:
     cost is that such a loop's first iteration cannot update an initial carry's buffer in
     place (IREE copies it once at entry)."""
     kept = [v for v in inits if v.type.has_static_shape]
-    if len(kept) < 2:
+    if len(kept) < 2 or not _keep_initial_carries.get():
         return list(results)
     barrier = op("stablehlo.optimization_barrier",
                  [r.type for r in results] + [v.type for v in kept], list(results) + kept)
