@@ -227,6 +227,10 @@ WORKLOADS = [
         _rng().normal(size=(64, 256)).astype(np.float32),
         _rng().normal(size=(64, _sized(1024, s, 32))).astype(np.float32)), rnn_step, True,
         lambda i: (2.0 * 64 * (256 + i[1].shape[0]) * i[1].shape[0], "FLOP"), 2e-3),
+    Workload("matmul f32 64x1024 @ 1024x1024 (the RNN step's product)", lambda s: (
+        _rng().normal(size=(64, _sized(1024, s, 32))).astype(np.float32),
+        (_rng().normal(size=(_sized(1024, s, 32),) * 2) / 32).astype(np.float32)), matmul, True,
+        lambda i: (2.0 * 64 * i[1].shape[0] ** 2, "FLOP"), 2e-3, _rows_exact),
     Workload("Newton body+cond alone, 16M values", lambda s: tuple(_rng().uniform(
         1, 100, size=_sized(1 << 24, s)).astype(np.float32) for _ in range(3)), newton_body,
         True, lambda i: (16.0 * i[0].size, "B"), 1e-5),

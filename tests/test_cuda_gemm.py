@@ -76,6 +76,51 @@ def test_layouts_transposes_and_padding():
     assert (p.batch, p.m, p.n, p.k) == (8, 64, 96, 200) and p.kernel.endswith("_rr")
 
 
+def test_products_of_few_tiles_split_k():
+    # Few 128 x 128 tiles over a long k: the slices of k run side by side (cuda_gemm.
+    # split_count), their float32 products summed; bf16/f16 results from float32 partials.
+    f32 = np.float32
+    p = _plan(((64, 1024), f32), ((1024, 1024), f32), f32, MATMUL)   # an RNN step's product
+    assert p.split == 8 and p.kernel == "pyree_gemm_f32_f32_rr"
+    p = _plan(((4096, 4096), f32), ((4096, 10), f32), f32, MATMUL)   # an MLP's last layer
+    assert p.split == 8
+    p = _plan(((64, 1024), bfloat16), ((1024, 1024), bfloat16), bfloat16, MATMUL)
+    assert p.split == 8 and p.kernel == "pyree_gemm_bf16_f32_rr"
+    assert _plan(((64, 1024), f32), ((1024, 1024), f32), f32, MATMUL, "HIGHEST").split == 8
+    # Enough tiles, batched products, or a k without aligned slices of 128: no split.
+    assert _plan(((4096, 1024), f32), ((1024, 4096), f32), f32, MATMUL).split == 1
+    assert _plan(((4, 64, 1024), f32), ((4, 1024, 512), f32), f32,
+                 (((2,), (1,)), ((0,), (0,)))).split == 1
+    assert _plan(((64, 1002), f32), ((1002, 1024), f32), f32, MATMUL).split == 1
+    assert _plan(((64, 200), f32), ((200, 1024), f32), f32, MATMUL).split == 1
+
+
+@pytest.mark.parametrize("layout", cuda_gemm.LAYOUTS)
+def test_split_k_arguments_read_each_slice(layout):
+    # The kernel's arguments for a split product, applied as cuda_gemm.cu reads its flat
+    # operands (element (m, k) of slice z of A at z * strideA + m * lda + k, or k * lda + m
+    # stored K x M; B likewise), sum to the product.
+    m, n, k = 100, 260, 1024
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    stored_a = a.T if layout[0] == "c" else a
+    stored_b = b.T if layout[1] == "c" else b
+    dims = (((0 if layout[0] == "c" else 1,), (1 if layout[1] == "c" else 0,)), ((), ()))
+    p = _plan((stored_a.shape, np.float32), (stored_b.shape, np.float32), np.float32, dims)
+    assert p.split > 1 and p.kernel.endswith(layout)
+    pad = lambda x, extra: np.pad(x, ((0, 0), (0, extra))).ravel()
+    flat_a, flat_b = pad(stored_a, p.pad_a), pad(stored_b, p.pad_b)
+    rows, cols, ks, lda, ldb, ldc, stride_a, stride_b, _ = cuda_gemm.kernel_constants(p)
+    mi, ni, ki = np.arange(rows)[:, None], np.arange(cols)[None, :], np.arange(ks)
+    total = np.zeros((rows, cols))
+    for z in range(p.split):
+        a_z = flat_a[z * stride_a + (ki[None, :] * lda + mi if p.a_col else mi * lda + ki)]
+        b_z = flat_b[z * stride_b + (ni * ldb + ki[:, None] if p.b_col else
+                                     ki[:, None] * ldb + ni)]
+        total += a_z @ b_z
+    np.testing.assert_allclose(total, a @ b, rtol=1e-10, atol=1e-9)
+
+
 # dot_general forms: (lhs shape, rhs shape, dimension numbers) — every stored layout of A and B,
 # contiguous extents that need padding (odd sizes), batch axes in and out of place.
 PRODUCT_FORMS = [
@@ -86,6 +131,10 @@ PRODUCT_FORMS = [
     ((3, 131, 77), (3, 77, 130), (((2,), (1,)), ((0,), (0,)))),  # batched
     ((131, 3, 77), (77, 3, 130), (((2,), (0,)), ((1,), (1,)))),  # batch axes transposed
     ((9, 11, 77), (77, 13, 17), (((2,), (0,)), ((), ()))),      # several free axes
+    ((64, 512), (512, 200), (((1,), (0,)), ((), ()))),          # split k, every layout
+    ((512, 64), (512, 200), (((0,), (0,)), ((), ()))),
+    ((64, 512), (200, 512), (((1,), (1,)), ((), ()))),
+    ((512, 64), (200, 512), (((0,), (1,)), ((), ()))),
 ]
 
 
@@ -99,7 +148,8 @@ def test_kernel_plans_on_the_cpu(dtype, form, monkeypatch):
     x = rng.standard_normal(lhs_shape).astype(dtype)
     y = rng.standard_normal(rhs_shape).astype(dtype)
     f = lambda x, y: pyree.lax.dot_general(x, y, dims, preferred_element_type=jnp.float32)
-    assert _plan((lhs_shape, dtype), (rhs_shape, dtype), np.float32, dims) is not None
+    p = _plan((lhs_shape, dtype), (rhs_shape, dtype), np.float32, dims)
+    assert p is not None and (p.split > 1) == (lhs_shape[0] * lhs_shape[1] == 64 * 512)
     monkeypatch.setattr(cuda_gemm, "EMULATE_ON_CPU", True)
     got = np.asarray(pyree.jit(f)(x, y))
     want = _reference_dot_general(x.astype(np.float64), y.astype(np.float64), dims)

@@ -84,7 +84,9 @@ class GemmPlan(NamedTuple):
     """How one dot_general runs as a kernel: ``lhs_order`` / ``rhs_order`` transpose the
     operands (None: as they are) so that ``lhs_shape3`` / ``rhs_shape3`` are their rank-3
     reshapes; ``a_col`` / ``b_col`` say whether A is stored K x M and B N x K; ``pad_a`` /
-    ``pad_b`` are the zeros appended to each one's last axis."""
+    ``pad_b`` are the zeros appended to each one's last axis; ``split`` > 1: the kernel computes
+    the product of each of that many slices of k as a batch of float32 results, summed after
+    it (``split_count``)."""
     kernel: str
     batch: int
     m: int
@@ -98,6 +100,7 @@ class GemmPlan(NamedTuple):
     b_col: bool
     pad_a: int
     pad_b: int
+    split: int = 1      # k cut into this many slices, their products summed (split_count)
 
 
 def kernel_family(in_dtype, out_dtype, precision: Optional[str], target: str) -> Optional[str]:
@@ -156,8 +159,52 @@ def product_plan(family: str, lhs_shape3: tuple, rhs_shape3: tuple, a_col: bool,
             or max(padded(lhs_shape3, pad_a), padded(rhs_shape3, pad_b), m * n) >= 2 ** 31):
         return None
     layout = ("c" if a_col else "r") + ("c" if b_col else "r")
+    split = split_count(batch, m, n, k, chunk)
+    if split > 1 and family.startswith("pyree_gemm_"):   # float32 partial products
+        family = "_".join(family.split("_")[:3] + ["f32"])
     return GemmPlan(f"{family}_{layout}", batch, m, n, k, lhs_order, rhs_order,
-                    tuple(lhs_shape3), tuple(rhs_shape3), a_col, b_col, pad_a, pad_b)
+                    tuple(lhs_shape3), tuple(rhs_shape3), a_col, b_col, pad_a, pad_b, split)
+
+
+# Split-k: a product of few 128 x 128 tiles over a long k leaves most of the GPU idle while
+# each workgroup steps through k one tile after another (64 x 1024 @ 1024 x 1024, an RNN step's
+# product: 8 workgroups of 64 steps each on 132 SMs; 4096 x 4096 @ 4096 x 10 in an MLP: 32 of
+# 256). Such a product is computed as the sum of the products of slices of k, one workgroup
+# per tile and slice, up to about two per SM of an H100/H200, each slice at least
+# MIN_SPLIT_K long.
+# (PYREE_CUDA_MAX_SPLIT: an experiment knob for timing on a GPU; 1 splits nothing.)
+SPLIT_WORKGROUPS = 264
+MIN_SPLIT_K = 128
+MAX_SPLIT = int(os.environ.get("PYREE_CUDA_MAX_SPLIT") or 16)
+
+
+def split_count(batch: int, m: int, n: int, k: int, chunk: int) -> int:
+    """How many slices of k a product of these sizes runs as (1: none). Only unbatched
+    products split; each slice's length divides k exactly and is a whole number of the
+    kernel's 16-byte copies (``chunk`` elements), so slices start aligned."""
+    if batch != 1:
+        return 1
+    tiles = -(-m // TILE) * -(-n // TILE)
+    split = 1
+    while (split * 2 <= MAX_SPLIT and tiles * split * 2 <= SPLIT_WORKGROUPS
+           and k % (split * 2) == 0 and (k // (split * 2)) % chunk == 0
+           and k // (split * 2) >= MIN_SPLIT_K):
+        split *= 2
+    return split
+
+
+def kernel_constants(p: GemmPlan) -> list:
+    """The kernel's 32-bit arguments for plan ``p`` (cuda_gemm.cu: M, N, K, lda, ldb, ldc and
+    the batch strides of A, B and C, in elements). With a split, the batch is the slices of
+    k: the next slice of A starts ``K / split`` elements on along k (a column for A stored
+    M x K, rows for K x M), of B likewise."""
+    lda, ldb = p.lhs_shape3[2] + p.pad_a, p.rhs_shape3[2] + p.pad_b
+    if p.split == 1:
+        return [p.m, p.n, p.k, lda, ldb, p.n, p.lhs_shape3[1] * lda, p.rhs_shape3[1] * ldb,
+                p.m * p.n]
+    k = p.k // p.split
+    return [p.m, p.n, k, lda, ldb, p.n, k * lda if p.a_col else k, k if p.b_col else k * ldb,
+            p.m * p.n]
 
 
 def _arch(target: str) -> int:
@@ -183,16 +230,43 @@ def emit(p: GemmPlan, lhs, rhs, out_type, target: str):
     a = _prepare(ir, lhs, p.lhs_order, p.lhs_shape3, p.pad_a)
     b = _prepare(ir, rhs, p.rhs_order, p.rhs_shape3, p.pad_b)
     out_element = ir.RankedTensorType(out_type).element_type
-    c_type = ir.RankedTensorType.get([p.batch, p.m, p.n], out_element)
-    lda, ldb = p.lhs_shape3[2] + p.pad_a, p.rhs_shape3[2] + p.pad_b
-    constants = [p.m, p.n, p.k, lda, ldb, p.n, p.lhs_shape3[1] * lda, p.rhs_shape3[1] * ldb,
-                 p.m * p.n]
+    kernel_element = ir.F32Type.get() if p.split > 1 else out_element
+    c_type = ir.RankedTensorType.get([p.batch * p.split, p.m, p.n], kernel_element)
     if EMULATE_ON_CPU:
         c = _emulated_kernel(ir, p, a, b, c_type)
     else:
-        c = _dispatch(ir, p.kernel, target, [a, b], c_type, constants,
-                      grid=(-(-p.n // TILE), -(-p.m // TILE), p.batch))
+        c = _dispatch(ir, p.kernel, target, [a, b], c_type, kernel_constants(p),
+                      grid=(-(-p.n // TILE), -(-p.m // TILE), p.batch * p.split))
+    if p.split > 1:
+        c = _sum_slices(ir, c, out_element)
     return ir.Operation.create("stablehlo.reshape", results=[out_type], operands=[c]).result
+
+
+def _sum_slices(ir, partial, out_element):
+    """The float32 (split, M, N) products of the slices of k summed to (1, M, N), in
+    ``out_element``."""
+    shape = ir.RankedTensorType(partial.type).shape
+    f32 = ir.F32Type.get()
+    scalar = ir.RankedTensorType.get([], f32)
+    zero = ir.Operation.create("stablehlo.constant", results=[scalar], attributes={
+        "value": ir.DenseElementsAttr.get_splat(scalar, ir.FloatAttr.get(f32, 0.0))}).result
+    total = ir.Operation.create(
+        "stablehlo.reduce", results=[ir.RankedTensorType.get(shape[1:], f32)],
+        operands=[partial, zero], attributes={"dimensions": ir.DenseI64ArrayAttr.get([0])},
+        regions=1)
+    block = total.regions[0].blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        added = ir.Operation.create("stablehlo.add", results=[scalar],
+                                    operands=list(block.arguments)).result
+        ir.Operation.create("stablehlo.return", results=[], operands=[added])
+    value = ir.Operation.create("stablehlo.reshape",
+                                results=[ir.RankedTensorType.get([1] + shape[1:], f32)],
+                                operands=[total.result]).result
+    if out_element == f32:
+        return value
+    return ir.Operation.create("stablehlo.convert",
+                               results=[ir.RankedTensorType.get([1] + shape[1:], out_element)],
+                               operands=[value]).result
 
 
 # True: products take their kernel form on the CPU too, with the kernel's arithmetic done by a
@@ -226,7 +300,10 @@ def _emulated_kernel(ir, p: GemmPlan, a, b, c_type):
                                    operands=[value]).result
     a = widened(unpadded(a, p.lhs_shape3, p.pad_a))
     b = widened(unpadded(b, p.rhs_shape3, p.pad_b))
-    wide = ir.RankedTensorType.get([p.batch, p.m, p.n], f32)
+    if p.split > 1:   # the slices of k as the batch (unbatched products split)
+        a = _slices_of_k(ir, a, p.k, p.split, k_first=p.a_col)
+        b = _slices_of_k(ir, b, p.k, p.split, k_first=not p.b_col)
+    wide = ir.RankedTensorType.get([p.batch * p.split, p.m, p.n], f32)
     numbers = ir.Attribute.parse(
         f"#stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
         f"lhs_contracting_dimensions = [{1 if p.a_col else 2}], "
@@ -236,6 +313,22 @@ def _emulated_kernel(ir, p: GemmPlan, a, b, c_type):
     if ir.RankedTensorType(c_type).element_type == f32:
         return c
     return ir.Operation.create("stablehlo.convert", results=[c_type], operands=[c]).result
+
+
+def _slices_of_k(ir, value, k: int, split: int, k_first: bool):
+    """A (1, K, X) operand (``k_first``) or a (1, X, K) one as (split, K / split, X) or
+    (split, X, K / split): its slices of k as a batch."""
+    element = ir.RankedTensorType(value.type).element_type
+    x = ir.RankedTensorType(value.type).shape[2 if k_first else 1]
+    reshape = lambda v, shape: ir.Operation.create(
+        "stablehlo.reshape", results=[ir.RankedTensorType.get(shape, element)],
+        operands=[v]).result
+    if k_first:
+        return reshape(value, [split, k // split, x])
+    return ir.Operation.create(
+        "stablehlo.transpose", results=[ir.RankedTensorType.get([split, x, k // split], element)],
+        operands=[reshape(value, [x, split, k // split])],
+        attributes={"permutation": ir.DenseI64ArrayAttr.get([1, 0, 2])}).result
 
 
 class Conv2dPlan(NamedTuple):
