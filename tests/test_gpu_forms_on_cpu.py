@@ -29,6 +29,7 @@ GPU_FORM_TESTS = [
     "test_numpy_more.py::test_set_operations_and_unique_family_eager",
     "test_primitives.py::test_reduction",
     "test_linalg.py::test_vdot_vecdot_conjugate_the_first_argument",
+    "test_sorting.py::test_rank_and_radix_sort_match_numpy[1000-0]",
 ]
 
 
@@ -160,3 +161,31 @@ def test_complex_products_of_unknown_shape_compile_for_cuda(tmp_path):
          "preferred_element_type": None}, {}, platform="cuda", caller_storage=True)
     assert "complex<f32>>, tensor<?x?x?xcomplex<f32>>) ->" not in module.text
     assert "add.rn.f32" in cuda_ptx(module.text, tmp_path / "complex")   # (it compiled)
+
+
+def test_complex64_sorts_compile_for_cuda(tmp_path):
+    # IREE 3.13's compiler died (SIGSEGV) on the radix sort of 1000 complex64 keys for CUDA;
+    # on GPUs complex64 keys are sorted as their float32 parts (sorting._sorted_as_parts).
+    from pyree.transpiler.lower import lower_closed_ir
+    c = np.arange(1000).astype(np.complex64)
+    closed = pyree.make_ir(lambda c: pyree.lax.sort_key_val(c, jnp.arange(1000))[1])(c)
+    text = lower_closed_ir(closed, platform="cuda").text_without_locations
+    assert "stablehlo.real" in text and len(cuda_ptx(text, tmp_path / "sort")) > 0
+
+
+def test_eager_operations_with_an_empty_operand_run_for_static_shapes(monkeypatch):
+    # On GPUs an eager operation with an empty operand and a non-empty result (a pad of a
+    # (0, 3) array; nonzero of an empty array with a size) runs compiled for its static shapes:
+    # its shape-polymorphic kernel launched a part with no workgroups, and the CUDA device was
+    # lost (H200). The same route here, forced on the CPU, against NumPy.
+    from pyree.transpiler import eager
+    monkeypatch.setattr(eager, "STATIC_EMPTY_OPERANDS_ON_CPU", True)
+    ran = []
+    monkeypatch.setattr(eager, "_apply_static", lambda p, *rest, _f=eager._apply_static:
+                        ran.append(p.name) or _f(p, *rest))
+    x = np.zeros((0, 3), np.float32)
+    got = pyree.lax.pad(jnp.asarray(x), np.float32(2.5), [(1, 1, 3), (0, 0, 0)])
+    np.testing.assert_array_equal(np.asarray(got), np.full((2, 3), 2.5, np.float32))
+    rows, cols = jnp.nonzero(jnp.zeros((0, 2)), size=2)
+    np.testing.assert_array_equal(np.asarray(cols), np.zeros(2, np.int32))
+    assert "pad" in ran

@@ -210,6 +210,11 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     return outs
 
 
+# True: eager operations with an empty operand run compiled for their static shapes on the CPU
+# too, as on GPUs (a testing aid: see apply_unchecked).
+STATIC_EMPTY_OPERANDS_ON_CPU = False
+
+
 def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     """``apply`` without the debug_nans/debug_infs check of the results."""
     device = operands_device(args)
@@ -229,6 +234,14 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
         # Writing nothing leaves the operand (Arrays are immutable); the kernel would run with
         # no workgroups (CUDA_ERROR_INVALID_VALUE, and IREE's CUDA device is lost after it).
         return [view(arrays[0], avals_out[0])]
+    if (arrays and (arrays[0]._device.platform != "cpu" or STATIC_EMPTY_OPERANDS_ON_CPU)
+            and any(a.size == 0 for a in avals_in) and primitive not in effectful_primitives
+            and primitive.name != "cond" and primitive is not P.concatenate_p):
+        # An empty operand of a non-empty result (a pad of a (0, 3) array, nonzero of an empty
+        # one with a size): its part of a kernel of unknown shapes is launched with no
+        # workgroups (the CUDA device was lost so on an H200, 2026-11-28). Compiled for these
+        # static shapes, IREE leaves the empty tensors out.
+        return _apply_static(primitive, arrays, avals_out, params)
     if primitive.name == "cond":
         return _apply_cond(arrays, avals_out, params["branches"], device)
     static_when = STATIC_SHAPE_WHEN.get(primitive)

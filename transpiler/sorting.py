@@ -105,9 +105,9 @@ def _sort_lowering(ctx: RuleContext, *operands, dimension, is_stable, num_keys, 
     avals = ctx.avals_in
     if not ctx.dynamic and 0 in avals[0].shape:
         return list(operands)
-    if any(a.dtype == np.complex128 for a in avals):
-        return _sort_complex128_as_parts(ctx, operands, dimension, is_stable, num_keys,
-                                         descending, total_order)
+    if any(_sorted_as_parts(ctx, a) for a in avals):
+        return _sort_complex_as_parts(ctx, operands, dimension, is_stable, num_keys,
+                                      descending, total_order)
     if not ctx.dynamic and sum(a.dtype.itemsize == 8 for a in avals[:num_keys]) > 1:
         # IREE 3.13 fails to compile the radix and rank sorts of two 64-bit keys ("'stream.yield'
         # op used resource not listed in explicit captures"; one 64-bit key, or one with 32-bit
@@ -129,18 +129,26 @@ def _sort_lowering(ctx: RuleContext, *operands, dimension, is_stable, num_keys, 
     return _stablehlo_sort(ctx, operands, dimension, num_keys, descending, total_order)
 
 
-def _sort_complex128_as_parts(ctx: RuleContext, operands, dimension, is_stable, num_keys,
-                              descending, total_order):
-    """Complex128 operands sorted as their float64 parts: a complex key is two keys (real,
-    then imaginary: the lexicographic order of complex numbers). IREE 3.13 fails to compile
+def _sorted_as_parts(ctx: RuleContext, aval) -> bool:
+    """Whether a sort operand is sorted as its real and imaginary parts (see
+    _sort_complex_as_parts): complex128 everywhere, complex64 on GPUs."""
+    return aval.dtype == np.complex128 or (aval.dtype == np.complex64
+                                           and ctx.lowering.platform != "cpu")
+
+
+def _sort_complex_as_parts(ctx: RuleContext, operands, dimension, is_stable, num_keys,
+                           descending, total_order):
+    """Complex operands sorted as their real parts: a complex key is two keys (real, then
+    imaginary: the lexicographic order of complex numbers). IREE 3.13 fails to compile
     complex128 fills and loop carries ("'stream.async.splat' op operand #0 must be ...
     integer, but got 'i128'", "'stream.yield' op used resource not listed in explicit
-    captures")."""
+    captures"), and its compiler died (SIGSEGV) on the radix sort of complex64 keys for CUDA
+    (lax.sort_key_val of 1000 complex64 keys; H200 suite run, reproduced here)."""
     parts, part_avals, keys = [], [], 0
     for i, (x, aval) in enumerate(zip(operands, ctx.avals_in)):
-        pieces = ([(hlo(f, ctx.type(aval.update(dtype=np.float64)), x),
-                    aval.update(dtype=np.float64)) for f in ("real", "imag")]
-                  if aval.dtype == np.complex128 else [(x, aval)])
+        part = aval.update(dtype=np.float64 if aval.dtype == np.complex128 else np.float32)
+        pieces = ([(hlo(f, ctx.type(part), x), part) for f in ("real", "imag")]
+                  if _sorted_as_parts(ctx, aval) else [(x, aval)])
         parts += [p for p, _ in pieces]
         part_avals += [a for _, a in pieces]
         keys += len(pieces) if i < num_keys else 0
@@ -150,7 +158,7 @@ def _sort_complex128_as_parts(ctx: RuleContext, operands, dimension, is_stable, 
                                        total_order=total_order))
     out = []
     for aval in ctx.avals_in:
-        if aval.dtype == np.complex128:
+        if _sorted_as_parts(ctx, aval):
             out.append(hlo("complex", ctx.type(aval), next(sorted_parts), next(sorted_parts)))
         else:
             out.append(next(sorted_parts))
