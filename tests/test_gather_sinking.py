@@ -104,7 +104,32 @@ def test_pairs_of_indices_and_an_integer_expression():
     assert gathered_operands(f, x, rows, cols) == ["%arg0"]
 
 
+def test_a_hand_written_log_softmax_read_twice_is_computed_again_where_gathered():
+    # shifted = x - max feeds the sum of exponentials and the result: the gather (64 of 3200
+    # elements, at most an eighth) computes it again at the labels, so the whole of it is only
+    # the reduction's input (IREE fuses it there instead of writing it out).
+    logits = (3 * rng.randn(64, 50)).astype(np.float32)
+    labels = rng.randint(0, 50, 64).astype(np.int32)
+
+    def loss(x, labels):
+        shifted = x - x.max(axis=1, keepdims=True)
+        logp = shifted - jnp.log(jnp.exp(shifted).sum(axis=1, keepdims=True))
+        return -jnp.take_along_axis(logp, labels[:, None], axis=1).mean()
+    x = logits.astype(np.float64)
+    logp = x - x.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    np.testing.assert_allclose(float(pyree.jit(loss)(logits, labels)),
+                               -logp[np.arange(64), labels].mean(), rtol=1e-5)
+    assert gathered_operands(loss, logits, labels) == ["%arg0"]
+    grad = np.asarray(pyree.jit(pyree.grad(loss))(logits, labels))
+    soft = np.exp(logp)
+    soft[np.arange(64), labels] -= 1
+    np.testing.assert_allclose(grad, soft / 64, rtol=1e-4, atol=1e-7)
+
+
 def test_an_expression_read_elsewhere_or_gathered_larger_is_kept():
+    # Read elsewhere and gathered at more than an eighth of its elements (12 of 40), or
+    # gathered larger than itself: the gathers read the expression.
     x = rng.randn(10, 4).astype(np.float32)
     idx = np.arange(40, dtype=np.int32) % 10
 
@@ -119,6 +144,7 @@ def test_an_expression_read_elsewhere_or_gathered_larger_is_kept():
     np.testing.assert_allclose(float(s), np.exp(x).sum(), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(pyree.jit(larger)(x)), np.exp(x)[idx], rtol=1e-6)
     assert gathered_operands(larger, x) != ["%arg0"]
+    assert gathered_operands(both, x) != ["%arg0"]
 
 
 def test_in_a_scan_body_and_under_vmap():
