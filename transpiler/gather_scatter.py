@@ -929,10 +929,9 @@ def sink_gathers(ir: IR) -> IR:
         eqn = map_regions(eqn, sink_gathers)
         if any(id(a) in renamed for a in eqn.inputs):
             eqn = eqn.replace(inputs=[renamed.get(id(a), a) for a in eqn.inputs])
-        if eqn.primitive is gather_p and _sinking_pays(eqn, producers, consumers):
-            shared_ok = SHARED_SINK_RATIO * eqn.outputs[0].aval.size <= eqn.inputs[0].aval.size
-            sunk_eqns, result = _sunk_gather(eqn, producers, consumers if not shared_ok
-                                             else None)
+        counts = _reader_counts(eqn, consumers) if eqn.primitive is gather_p else None
+        if eqn.primitive is gather_p and _sinking_pays(eqn, producers, counts):
+            sunk_eqns, result = _sunk_gather(eqn, producers, counts)
             eqns.extend(sunk_eqns)
             renamed[id(eqn.outputs[0])] = result
         else:
@@ -959,11 +958,17 @@ def _sunk_through(var: Any, producers: dict, consumers: Optional[dict]) -> Optio
     return eqn
 
 
-def _sinking_pays(g: Eqn, producers: dict, consumers: dict) -> bool:
-    operand, size = g.inputs[0], g.outputs[0].aval.size
-    shared_ok = SHARED_SINK_RATIO * size <= operand.aval.size
-    return (2 * size <= operand.aval.size
-            and _sunk_through(operand, producers, None if shared_ok else consumers) is not None)
+def _reader_counts(g: Eqn, consumers: dict) -> Optional[dict]:
+    """What limits the expressions gather ``g`` may move into: ``consumers`` (each read by
+    one equation only), or None (any) when it reads at most 1 / SHARED_SINK_RATIO of them."""
+    small = SHARED_SINK_RATIO * g.outputs[0].aval.size <= g.inputs[0].aval.size
+    return None if small else consumers
+
+
+def _sinking_pays(g: Eqn, producers: dict, consumers: Optional[dict]) -> bool:
+    operand = g.inputs[0]
+    return (2 * g.outputs[0].aval.size <= operand.aval.size
+            and _sunk_through(operand, producers, consumers) is not None)
 
 
 def _indexes_only_broadcast_dims(b: Eqn, dn: GatherDimensionNumbers) -> bool:
