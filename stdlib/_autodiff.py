@@ -19,7 +19,7 @@ from pyree.transpiler import ad, ad_rules, control_flow_ad, custom_derivatives  
 from pyree.transpiler.ir import ClosedIR, ShapedArray
 from pyree.transpiler.jit import float0_in_structure
 from pyree.transpiler.source import where
-from pyree.transpiler.trace import TypedScalar, get_aval, trace_to_ir
+from pyree.transpiler.trace import TypedScalar, get_aval, read_env, trace_to_ir
 
 def _converted(fun: Callable) -> Callable:
     from pyree.transpiler.convert import converted
@@ -209,7 +209,7 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
     nonzero = [ad.is_differentiable(get_aval(p)) for p in p_leaves]
     lin, out_nonzero = ad.linearize_closed(closed, nonzero)
     env = ad.forward_pass(lin, p_leaves)
-    outs = _materialize([ad.read_env(env, a) for a in lin.primal_out])
+    outs = _materialize([read_env(env, a) for a in lin.primal_out])
 
     def f_jvp(*tangents: Any) -> Any:
         t_leaves, t_tree = _flatten_tangents(tangents, "linearized function's tangents")
@@ -251,7 +251,7 @@ def _vjp(fun: Callable, primals: tuple, has_aux: bool, integer_cotangents: str) 
     nonzero = [ad.is_differentiable(get_aval(p)) for p in p_leaves]
     lin, _ = ad.linearize_closed(closed, nonzero)
     env = ad.forward_pass(lin, p_leaves)
-    all_outs = _materialize([ad.read_env(env, a) for a in lin.primal_out])
+    all_outs = _materialize([read_env(env, a) for a in lin.primal_out])
     n_out = out_tree.num_leaves
     outs, aux_values = all_outs[:n_out], all_outs[n_out:]
     out_avals = [get_aval(o) for o in outs]

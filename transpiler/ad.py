@@ -22,8 +22,7 @@ import numpy as np
 from pyree import dtypes
 
 from .ir import IR, Atom, ClosedIR, Eqn, Literal, ShapedArray, Var
-from .trace import (IRBuilder, Primitive, Tracer, TypedScalar, bind, get_aval, located,
-                    tracing)
+from .trace import IRBuilder, Primitive, TypedScalar, bind, located, read_env, tracing
 
 # primitive -> rule(primals, tangents, **params) -> (primal outputs, tangent outputs)
 jvp_rules: dict[Primitive, Callable] = {}
@@ -118,9 +117,7 @@ def jvp_eval(closed: ClosedIR, primals: Sequence[Any], tangents: Sequence[Any]
         tangent_env[v] = t
 
     def read_p(a: Atom) -> Any:
-        if isinstance(a, Literal):
-            return TypedScalar(a.value, a.aval.dtype, a.aval.weak_type)
-        return primal_env[a]
+        return read_env(primal_env, a)
 
     def read_t(a: Atom) -> Any:
         if isinstance(a, Literal):
@@ -250,21 +247,13 @@ def forward_pass(lin: Linearized, primals: Sequence[Any]) -> dict:
     env.update(zip(lin.primal_in, primals))
 
     def read(a: Atom) -> Any:
-        if isinstance(a, Literal):
-            return TypedScalar(a.value, a.aval.dtype, a.aval.weak_type)
-        return env[a]
+        return read_env(env, a)
 
     for eqn in lin.primal_eqns:
         with located(eqn.loc):
             outs = bind(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params)
         env.update(zip(eqn.outputs, outs))
     return env
-
-
-def read_env(env: dict, atom: Atom) -> Any:
-    if isinstance(atom, Literal):
-        return TypedScalar(atom.value, atom.aval.dtype, atom.aval.weak_type)
-    return env[atom]
 
 
 def backward_pass(lin: Linearized, env: dict, cotangents: Sequence[Any]) -> list[Any]:

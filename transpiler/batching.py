@@ -20,7 +20,7 @@ import numpy as np
 
 from .ir import IR, Atom, ClosedIR, Literal, ShapedArray, Var
 from .source import where
-from .trace import Primitive, TypedScalar, bind, get_aval, located
+from .trace import Primitive, TypedScalar, bind, get_aval, literal_value, located
 from . import primitives as P
 
 # primitive -> rule(axis, values, dims, **params) -> (outputs, output batch dims)
@@ -109,7 +109,7 @@ def batch_eval(closed: ClosedIR, values: Sequence[Any], dims: Sequence[Dim],
 
     def read(a: Atom) -> tuple[Any, Dim]:
         if isinstance(a, Literal):
-            return TypedScalar(a.value, a.aval.dtype, a.aval.weak_type), None
+            return literal_value(a), None
         return env[a]
 
     for eqn in ir.eqns:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .ir import IR, ClosedIR, Eqn, ShapedArray, Var
+from .ir import IR, ClosedIR, Eqn, ShapedArray, Var, regions
 from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
                     kept_past_loop, lowering_rules, mlir, op, opaque_select, opaque_true,
                     own_buffers, scalar_like, tensor_type)
@@ -153,10 +153,7 @@ def _speculatable(branches: Sequence[IR], out_avals: Sequence[ShapedArray]) -> b
     elements = len(branches) * sum(a.size for a in out_avals)  # the selects themselves
     for branch in branches:
         for eqn in branch.eqns:
-            if eqn.primitive in effectful_primitives or any(
-                    isinstance(v, (IR, ClosedIR)) or
-                    (isinstance(v, tuple) and any(isinstance(r, (IR, ClosedIR)) for r in v))
-                    for v in eqn.params.values()):
+            if eqn.primitive in effectful_primitives or regions(eqn):
                 return False
             elements += sum(v.aval.size for v in eqn.outputs)
     return elements <= SELECT_MAX_ELEMENTS
@@ -332,11 +329,7 @@ def region_size(ir: IR) -> int:
     """Number of equations in ``ir``, those of nested regions included."""
     total = 0
     for eqn in ir.eqns:
-        total += 1
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (tuple, list)) else (value,):
-                if isinstance(sub, IR):
-                    total += region_size(sub)
+        total += 1 + sum(region_size(region) for region in regions(eqn))
     return total
 
 

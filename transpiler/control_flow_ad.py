@@ -16,11 +16,11 @@ import numpy as np
 from pyree.runtime.array import Array
 
 from . import ad
-from .ad import (UndefinedPrimal, Zero, instantiate, is_undefined, jvp_eval, jvp_rules,
+from .ad import (Zero, instantiate, is_undefined, jvp_eval, jvp_rules,
                  partial_eval_rules, tangent_aval, transpose_ir, transpose_rules)
 from .control_flow import cond_p, scan_p, taken_branch, trace_region, while_p
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
-from .trace import TypedScalar, bind, current_builder, get_aval, located
+from .trace import TypedScalar, bind, current_builder, get_aval, located, read_env
 
 
 # -- splitting a region ----------------------------------------------------------------------------
@@ -77,7 +77,6 @@ def _with_zero_outputs(ir: IR, before: Sequence[ShapedArray], after: Sequence[Sh
     """``ir`` whose outputs after the first ``keep`` are padded with zero outputs of the avals
     ``before``/``after`` around its own (for branches that share one output list)."""
     eqns = list(ir.eqns)
-    zero_vars = {}
 
     def zeros_of(aval: ShapedArray) -> Var:
         from . import primitives as P
@@ -338,8 +337,6 @@ def _scan_transpose(cts, *args, body, length, reverse, num_consts, num_carry):
     res_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
     lin_const_avals = [c.aval for c, lin in zip(consts, const_lin) if lin]
     n_rc, n_lc, n_rx = len(res_consts), len(lin_const_avals), len(res_xs)
-    n_lx = sum(xs_lin)
-    n_y = len(ct_ys)
 
     def t_step(*vals):
         rc = list(vals[:n_rc])
@@ -374,16 +371,11 @@ def _scan_transpose(cts, *args, body, length, reverse, num_consts, num_carry):
 def _eval_ir(ir: IR, args: Sequence[Any]) -> list:
     env: dict = dict(zip(ir.in_vars, args))
 
-    def read(a):
-        if isinstance(a, Literal):
-            return TypedScalar(a.value, a.aval.dtype, a.aval.weak_type)
-        return env[a]
-
     for eqn in ir.eqns:
         with located(eqn.loc):
-            outs = bind(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params)
+            outs = bind(eqn.primitive, [read_env(env, a) for a in eqn.inputs], eqn.params)
         env.update(zip(eqn.outputs, outs))
-    return [read(a) for a in ir.outs]
+    return [read_env(env, a) for a in ir.outs]
 
 
 jvp_rules[scan_p] = _scan_jvp

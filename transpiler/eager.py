@@ -166,7 +166,7 @@ def _apply_cond(arrays: Sequence[Array], avals_out: Sequence[ShapedArray], branc
     null; while invoking native function hal.buffer_view.create"). Only the branch taken
     runs, so its effects (prints, callbacks) are the only ones, and nothing is compiled
     but the branch's eager kernels."""
-    from .ad import read_env
+    from .trace import read_env
     from .control_flow import taken_branch
     taken = taken_branch(branches, arrays[0])
     env = dict(zip(taken.in_vars, arrays[1:]))

@@ -29,14 +29,13 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from . import primitives as P
-from .ad import (Zero, instantiate, is_undefined, jvp_rules, read_env, transpose_rules,
-                 zeros)
+from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules, zeros
 from .batching import batching_rules, broadcast_batched, moveaxis
 from .eager import STATIC_SHAPE_PRIMITIVES
 from .ir import IR, Eqn, ShapedArray, Var, inline, map_regions
 from .lower import (_compare, _reduce, fresh_copy, fusion_barrier, hlo, i64_array, i64_attr,
                     lowering_rules, mlir, op, scalar_like, tensor_type)
-from .trace import (Primitive, TypedScalar, abstract_eval_rules, get_aval, located,
+from .trace import (Primitive, TypedScalar, abstract_eval_rules, get_aval, located, read_env,
                     trace_to_ir)
 
 

@@ -229,16 +229,12 @@ batching_rules[pure_callback_p] = _pure_callback_batching
 def uses_host_callbacks(eqns) -> bool:
     """Whether any equation (or any region inside one) calls the host module: such a program
     runs only in the process that traced it (its callbacks are Python functions)."""
-    from .ir import IR, ClosedIR
+    from .ir import regions
     for eqn in eqns:
         if eqn.primitive is pure_callback_p:
             return True
-        for value in eqn.params.values():
-            for region in (value if isinstance(value, tuple) else (value,)):
-                if isinstance(region, (IR, ClosedIR)):
-                    inner = region.ir if isinstance(region, ClosedIR) else region
-                    if uses_host_callbacks(inner.eqns):
-                        return True
+        if any(uses_host_callbacks(region.eqns) for region in regions(eqn)):
+            return True
     return False
 
 

@@ -161,6 +161,22 @@ class ClosedIR:
 
 # -- rewriting ------------------------------------------------------------------------------------
 
+def regions(eqn: Eqn) -> list[IR]:
+    """The IRs among ``eqn``'s parameters (a loop's body and condition, a cond's branches,
+    ...), a ClosedIR as its IR: where the walks over nested programs go.
+
+    Example: ``any(has_effects(region.eqns) for region in regions(eqn))``
+    """
+    found = []
+    for value in eqn.params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(item, ClosedIR):
+                found.append(item.ir)
+            elif isinstance(item, IR):
+                found.append(item)
+    return found
+
+
 def map_regions(eqn: Eqn, rewrite: Callable[[IR], IR]) -> Eqn:
     """``eqn`` with each IR among its parameters (a loop's body, a branch, ...) replaced by
     ``rewrite(ir)``; the same Eqn if nothing changed.

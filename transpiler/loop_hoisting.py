@@ -32,7 +32,7 @@ from typing import Optional
 from . import primitives as P
 from .batching import BatchAxis, batch_region
 from .control_flow import scan_body_rewrites
-from .ir import IR, ClosedIR, Var
+from .ir import IR, Var, regions
 from .trace import effectful_primitives
 
 # The precomputed rows of all steps together, at most (bytes).
@@ -45,9 +45,7 @@ HOIST_MIN_MACS = 4096
 
 
 def _has_region(eqn) -> bool:
-    return any(isinstance(v, (IR, ClosedIR)) or
-               (isinstance(v, tuple) and any(isinstance(r, (IR, ClosedIR)) for r in v))
-               for v in eqn.params.values())
+    return bool(regions(eqn))
 
 
 def _multiply_adds(eqn) -> int:

@@ -35,9 +35,9 @@ import numpy as np
 from pyree import config, dtypes
 
 from . import primitives as P
-from .ir import IR, ClosedIR, Eqn, Literal, Var
+from .ir import IR, ClosedIR, Eqn, Literal, Var, regions
 from .source import SourceLoc, _is_internal, user_loc
-from .trace import TypedScalar, effectful_primitives
+from .trace import TypedScalar, effectful_primitives, read_env
 
 # True while debug_nans or debug_infs is on; read by jit.py and eager.py on every call.
 enabled = False
@@ -235,21 +235,10 @@ def _literal_holds(ir: IR, kind: str) -> bool:
         for atom in eqn.inputs:
             if isinstance(atom, Literal) and _bad_kind_of(_host(atom), kind):
                 return True
-        for region in _regions(eqn):
+        for region in regions(eqn):
             if _literal_holds(region, kind):
                 return True
     return any(isinstance(a, Literal) and _bad_kind_of(_host(a), kind) for a in ir.outs)
-
-
-def _regions(eqn: Eqn) -> list[IR]:
-    found = []
-    for value in eqn.params.values():
-        for item in (value if isinstance(value, tuple) else (value,)):
-            if isinstance(item, ClosedIR):
-                found.append(item.ir)
-            elif isinstance(item, IR):
-                found.append(item)
-    return found
 
 
 def _search(ir: IR, consts: Sequence[Any], args: Sequence[Any], context: list
@@ -261,9 +250,7 @@ def _search(ir: IR, consts: Sequence[Any], args: Sequence[Any], context: list
     hosts: dict[int, Optional[np.ndarray]] = {}
 
     def read(atom: Any) -> Any:
-        if isinstance(atom, Literal):
-            return TypedScalar(atom.value, atom.aval.dtype, atom.aval.weak_type)
-        return env[atom]
+        return read_env(env, atom)
 
     def host(atom: Any) -> Optional[np.ndarray]:
         if isinstance(atom, Literal):

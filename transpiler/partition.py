@@ -82,10 +82,11 @@ from .ad import Zero, jvp_rules, transpose_rules
 from .batching import batching_rules
 from .custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, stop_gradient_p
 from .gather_scatter import gather_p, scatter_p
-from .ir import IR, ClosedIR, Literal, Var
+from .ir import IR, ClosedIR, Literal, Var, regions
 from .lower import lowering_rules
 from .spmd import array_on, select_branch, transfer
-from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
+from .trace import (Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, literal_value,
+                    located)
 from .windows import conv_general_dilated_p
 
 REPLICATED = None
@@ -460,11 +461,8 @@ def sharding_constraints(ir: IR) -> list:
     for eqn in ir.eqns:
         if eqn.primitive is sharding_constraint_p:
             found.append(eqn.params["sharding"])
-        for value in eqn.params.values():
-            for region in value if isinstance(value, tuple) else (value,):
-                if isinstance(region, (IR, ClosedIR)):
-                    found += sharding_constraints(region.ir if isinstance(region, ClosedIR)
-                                                  else region)
+        for region in regions(eqn):
+            found += sharding_constraints(region)
     return found
 
 
@@ -685,7 +683,7 @@ def _partition_ir(ir: IR, consts: Sequence[tuple], inputs: Sequence[tuple], mesh
 
     def read(a) -> tuple:
         if isinstance(a, Literal):
-            return REPLICATED, [TypedScalar(a.value, a.aval.dtype, a.aval.weak_type)] * n
+            return REPLICATED, [literal_value(a)] * n
         return env[a]
 
     wholes: dict[Var, list] = {}

@@ -27,10 +27,11 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 import numpy as np
 
 from .batching import BatchAxis, _names_axis, named_axis_params
-from .ir import ClosedIR, Literal, Var
+from .ir import ClosedIR, Var
 from .lower import device_promise, lowering_rules, op
 from .source import where
-from .trace import Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located
+from .trace import (Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located,
+                    read_env)
 from . import primitives as P
 
 # -- moving a value to another device --------------------------------------------------------------
@@ -87,9 +88,7 @@ def spmd_eval(closed: ClosedIR, inputs: Sequence[Sequence[Any]], axis: SpmdAxis)
             env[v] = x
 
     def read(i: int, a) -> Any:
-        if isinstance(a, Literal):
-            return TypedScalar(a.value, a.aval.dtype, a.aval.weak_type)
-        return envs[i][a]
+        return read_env(envs[i], a)
 
     # (The vmap axis stand-in that _names_axis understands: only the name is read.)
     named = BatchAxis(n, axis.name)

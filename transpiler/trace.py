@@ -21,7 +21,7 @@ from pyree.errors import (ConcretizationTypeError, TracerArrayConversionError,
                           UnexpectedTracerError)
 from pyree.runtime.array import Array, immutable_update_message
 
-from .ir import IR, Atom, ClosedIR, Eqn, Literal, ShapedArray, Var
+from .ir import IR, Atom, ClosedIR, Eqn, Literal, ShapedArray, Var, regions
 from .source import SourceLoc, user_loc, where
 
 
@@ -183,13 +183,8 @@ def has_effects(eqns: Sequence[Eqn]) -> bool:
     for eqn in eqns:
         if eqn.primitive in effectful_primitives:
             return True
-        for value in eqn.params.values():
-            regions = value if isinstance(value, tuple) else (value,)
-            for region in regions:
-                if isinstance(region, (IR, ClosedIR)):
-                    inner = region.ir if isinstance(region, ClosedIR) else region
-                    if has_effects(inner.eqns):
-                        return True
+        if any(has_effects(region.eqns) for region in regions(eqn)):
+            return True
     return False
 
 
@@ -459,13 +454,27 @@ def eval_ir(closed: ClosedIR, *args: Any) -> list[Any]:
         raise TypeError(f"eval_ir: the IR takes {len(ir.in_vars)} inputs, got {len(args)}")
     env: dict[Var, Any] = dict(zip(ir.const_vars, closed.consts))
     env.update(zip(ir.in_vars, args))
-
-    def read(atom: Atom) -> Any:
-        if isinstance(atom, Literal):
-            return TypedScalar(atom.value, atom.aval.dtype, atom.aval.weak_type)
-        return env[atom]
-
     for eqn in ir.eqns:
-        outs = bind(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params)
+        outs = bind(eqn.primitive, [read_env(env, a) for a in eqn.inputs], eqn.params)
         env.update(zip(eqn.outputs, outs))
-    return [read(atom) for atom in ir.outs]
+    return [read_env(env, atom) for atom in ir.outs]
+
+
+def literal_value(atom: Literal) -> "TypedScalar":
+    """The typed scalar an interpreter binds for a literal of the IR.
+
+    Example::
+
+        literal_value(Literal(2.0, ShapedArray((), np.dtype(np.float32))))   # TypedScalar(2.0)
+    """
+    return TypedScalar(atom.value, atom.aval.dtype, atom.aval.weak_type)
+
+
+def read_env(env: dict, atom: Atom) -> Any:
+    """``atom``'s value in an interpreter's environment ``env``: a literal as its typed scalar.
+
+    Example::
+
+        read_env({v: x}, v) is x; read_env({}, literal)   # literal_value(literal)
+    """
+    return literal_value(atom) if isinstance(atom, Literal) else env[atom]
