@@ -24,7 +24,6 @@ import functools
 import linecache
 import os
 import site
-import sys
 import sysconfig
 import threading
 import types
@@ -664,7 +663,7 @@ def _lower_returns(fdef: ast.FunctionDef, filename: str) -> None:
     start = [_assign(RETURNED, ast.Constant(value=False), fdef),
              _assign(RETVAL, _ops("UNDEFINED_RETURN"), fdef)]
     body = _return_block(fdef.body)
-    meta = ("function", fdef.lineno, (fdef.name,), (), (), (), (), False)
+    meta = operators.Meta.pack("function", fdef.lineno, names=(fdef.name,))
     end = ast.copy_location(ast.Return(value=_call(
         "final_return", _name(RETURNED), _name(RETVAL), ast.Constant(value=meta),
         ast.Constant(value=filename))), fdef)
@@ -866,9 +865,11 @@ class _ControlFlow(ast.NodeTransformer):
               ) -> ast.Constant:
         scope = self.scopes[-1]
         outer = tuple(sorted(n for n in _state_names(body + orelse) if n in scope.outer))
-        return ast.Constant(value=(
-            kind, node.lineno, tuple(names), _last_lines(body, names), _last_lines(orelse, names),
-            tuple(scope.before(n, node.lineno) for n in names), outer, self.try_depth > 0))
+        return ast.Constant(value=operators.Meta.pack(
+            kind, node.lineno, names=names, body_lines=_last_lines(body, names),
+            else_lines=_last_lines(orelse, names),
+            before_lines=[scope.before(n, node.lineno) for n in names], outer_writes=outer,
+            in_try=self.try_depth > 0))
 
     def _function(self, name: str, params: list[str], body: list[ast.stmt], returns: ast.expr,
                   like: ast.AST, extra: Optional[list[str]] = None) -> ast.FunctionDef:
@@ -984,7 +985,7 @@ class _ControlFlow(ast.NodeTransformer):
         message = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None,
                                                 kwonlyargs=[], kw_defaults=[], kwarg=None,
                                                 defaults=[]), body=msg)
-        meta = ast.Constant(value=("assert", node.lineno, (), (), (), (), (), False))
+        meta = ast.Constant(value=operators.Meta.pack("assert", node.lineno))
         call = _call("assert_", test, message, meta, ast.Constant(self.filename))
         return ast.copy_location(ast.Expr(value=_on_first_line(call, node)), node)
 
@@ -996,8 +997,9 @@ class _ControlFlow(ast.NodeTransformer):
 
     def visit_IfExp(self, node: ast.IfExp) -> Any:
         test, body, orelse = self.visit(node.test), self.visit(node.body), self.visit(node.orelse)
-        meta = ast.Constant(value=("if", node.lineno, ("<expression>",), (node.lineno,),
-                                   (node.lineno,), (0,), (), self.try_depth > 0))
+        meta = ast.Constant(value=operators.Meta.pack(
+            "if", node.lineno, names=("<expression>",), body_lines=(node.lineno,),
+            else_lines=(node.lineno,), before_lines=(0,), in_try=self.try_depth > 0))
         return ast.copy_location(_call("if_exp", test, self._thunk(body), self._thunk(orelse),
                                        meta, ast.Constant(self.filename)), node)
 

@@ -683,11 +683,6 @@ def gather_to_scatter(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
                                    dn.operand_batching_dims, dn.start_indices_batching_dims)
 
 
-def _full_of(value: Any, aval: ShapedArray) -> Any:
-    return P.broadcast_in_dim_p.bind(TypedScalar(value, aval.dtype, False), shape=aval.shape,
-                                     broadcast_dimensions=())
-
-
 # -- derivatives ----------------------------------------------------------------------------------
 
 def _gather_jvp(primals, tangents, *, fill_value=None, **params):

@@ -10,9 +10,8 @@ from __future__ import annotations
 import builtins
 import contextlib
 import contextvars
-import math
 import operator
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -152,7 +151,8 @@ def _containers_unchanged(scope: Optional[dict], meta: "Meta"):
 # -- statement metadata ----------------------------------------------------------------------------
 
 class Meta:
-    """Static facts about one converted statement (built by the converter as a constant tuple).
+    """Static facts about one converted statement (the converter writes them into the converted
+    code as the constant tuple ``Meta.pack`` makes).
 
     ``names``: assigned variables, in the order of the state tuples; ``body_lines`` /
     ``else_lines``: for each name, the line of its last assignment in the body / else part (0:
@@ -166,6 +166,17 @@ class Meta:
         (self.kind, self.line, self.names, self.body_lines, self.else_lines, self.before_lines,
          self.outer_writes, self.in_try) = raw
         self.filename = filename
+
+    @staticmethod
+    def pack(kind: str, line: int, names: Iterable[str] = (), body_lines: Iterable[int] = (),
+             else_lines: Iterable[int] = (), before_lines: Iterable[int] = (),
+             outer_writes: Iterable[str] = (), in_try: bool = False) -> tuple:
+        """The facts as the constant tuple a converted statement passes (``__init__`` reads it).
+
+        Example: ``Meta.pack("assert", 12)`` is ``("assert", 12, (), (), (), (), (), False)``
+        """
+        return (kind, line, tuple(names), tuple(body_lines), tuple(else_lines),
+                tuple(before_lines), tuple(outer_writes), in_try)
 
     def at(self, line: int = 0) -> str:
         loc = SourceLoc(self.filename, line or self.line, 1)

@@ -401,10 +401,6 @@ def _check_int_range(x: int, dtype: np.dtype) -> None:
         raise OverflowError(f"Python int {x} is too large to convert to {dtype}{where(None)}")
 
 
-def is_traced(x: Any) -> bool:
-    return isinstance(x, Tracer)
-
-
 # -- bind ----------------------------------------------------------------------------------------
 
 def bind(primitive: Primitive, args: Sequence[Any], params: dict) -> list[Any]:
