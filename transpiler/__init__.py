@@ -1,10 +1,25 @@
 """pyree's transpiler: Python source -> IR -> MLIR.
 
-Modules: ``source`` (user source positions), ``ir`` (the IR), ``trace`` (tracing and ``bind``),
-``primitives`` (primitives and their shape rules), ``lower`` (IR -> MLIR), ``eager`` (running
-primitives outside ``jit``), ``jit`` (the ``jit`` transformation), ``convert`` (the AST rewrite
-of Python control flow), ``operators`` (what converted code calls), ``control_flow`` (the
-structured ``cond``/``while``/``scan`` primitives), ``checks`` (runtime ``print``/``assert``).
+Its modules, grouped by layer from the core up (some imports inside functions still reach up a
+layer: ``trace.bind`` runs ``eager``, a traced ``bool`` asks ``convert``):
+
+* core: ``source`` (user source positions), ``ir`` (the IR, its region walks and rewrites),
+  ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (the primitives of arrays and
+  their shape rules).
+* interpreters: ``ad`` and ``ad_rules`` (derivatives), ``batching`` (``vmap``), ``prune``
+  (dead code), ``nan_check`` (``debug_nans``), ``spmd`` (``pmap``), ``partition`` (``jit`` over
+  a mesh).
+* primitive families, each with all of its rules: ``control_flow`` with
+  ``control_flow_ad`` and ``control_flow_batching`` (``cond``/``while``/``scan``),
+  ``gather_scatter``, ``sorting``, ``windows`` (convolution), ``collectives``,
+  ``custom_derivatives``, ``linear_solve``, ``host_callbacks``, ``checks`` (``print``,
+  ``assert``), ``special``, ``igamma``; numerics they build on: ``float32_math``,
+  ``float64_math``.
+* backend: ``lower`` (IR -> MLIR), IR rewrites before it (``loop_rotation``,
+  ``loop_hoisting``), ``cuda_gemm`` (pyree's CUDA kernels; ``build_cuda_kernels`` builds their
+  PTX), ``eager`` (primitives run outside ``jit``) and ``eager_warmup``, ``jit``.
+* front end: ``convert`` (the AST rewrite of Python control flow) and ``operators`` (what
+  converted code calls).
 
 ``converted_source(fn)`` shows the Python that pyree runs in place of ``fn`` under ``jit``.
 """
