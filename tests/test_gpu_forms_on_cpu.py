@@ -189,3 +189,49 @@ def test_eager_operations_with_an_empty_operand_run_for_static_shapes(monkeypatc
     rows, cols = jnp.nonzero(jnp.zeros((0, 2)), size=2)
     np.testing.assert_array_equal(np.asarray(cols), np.zeros(2, np.int32))
     assert "pad" in ran
+
+
+def test_a_module_iree_refuses_with_caller_storage_runs_without_it(monkeypatch):
+    # IREE 3.13 refused the caller's-storage form of some eager complex128 kernels for CUDA
+    # ("explicit execution regions must only contain explicit ops"; found compiling the
+    # suite's modules for CUDA here). Eager kernels and jit then compile the module without it.
+    # Here the caller's storage is forced on the CPU and IREE's refusal stood in for.
+    from pyree.runtime import compile as rcompile
+    from pyree.transpiler import eager, jit
+    monkeypatch.setattr(eager, "CALLER_STORAGE_PLATFORMS", {"cpu"})
+    monkeypatch.setattr(jit, "CALLER_STORAGE_PLATFORMS", {"cpu"})
+    refused = []
+
+    def refusing(real):
+        def compile_(text, *args, **kwargs):
+            if "hal.tensor.alias" in text:
+                refused.append(1)
+                raise rcompile.CompileError("explicit execution regions must only contain "
+                                            "explicit ops (stand-in)")
+            return real(text, *args, **kwargs)
+        return compile_
+    monkeypatch.setattr(rcompile, "compile_function", refusing(rcompile.compile_function))
+    monkeypatch.setattr(rcompile, "compile_mlir", refusing(rcompile.compile_mlir))
+    x = np.linspace(-3, 3, 7).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(jnp.sinh(jnp.asarray(x)) * 3), np.sinh(x) * 3,
+                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(pyree.jit(lambda x: jnp.cosh(x) + x)(x)),
+                               np.cosh(x) + x, rtol=1e-6)
+    assert len(refused) >= 2
+
+
+def test_eager_complex128_kernels_compile_for_cuda():
+    # For CUDA IREE 3.13 refused the caller's-storage form of eager complex128 sin, tanh, expm1
+    # and logistic (the suite's modules compiled for CUDA here); the kernel is then compiled
+    # with IREE allocating (eager._kernel). No GPU is opened: the kernel is only compiled.
+    from pyree.runtime.device import Device
+    from pyree.transpiler import eager, primitives as P
+    from pyree.transpiler.ir import ShapedArray
+    c128 = ShapedArray((1207,), np.dtype(np.complex128))
+    saved = pyree.config.cuda_target
+    pyree.config.update("cuda_target", "sm_80")
+    try:
+        for prim in (P.sin_p, P.tanh_p):
+            assert eager._kernel(prim, [c128], [c128], {}, {}, Device("cuda")).vmfb
+    finally:
+        pyree.config.update("cuda_target", saved)

@@ -91,9 +91,21 @@ def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[Shap
         # Concurrent requests for one module compile it once. The answer may be a bundle of
         # kernels the warm-up compiled together (eager_warmup.py), holding this one by another
         # name.
-        vmfb, function = rcompile.compile_function(module.text, device.compile_flags,
-                                                   module.function,
-                                                   cache_text=module.text_without_locations)
+        try:
+            vmfb, function = rcompile.compile_function(module.text, device.compile_flags,
+                                                       module.function,
+                                                       cache_text=module.text_without_locations)
+        except rcompile.CompileError:
+            if not caller_storage:
+                raise
+            # IREE 3.13 refuses the caller's storage for some kernels (complex128 formulas:
+            # "explicit execution regions must only contain explicit ops"): IREE allocates.
+            module, caller_storage = lower_primitive_dynamic(
+                primitive, avals_in, avals_out, static_params, dyn_counts,
+                platform=device.platform, static_minor=static_minor), False
+            vmfb, function = rcompile.compile_function(module.text, device.compile_flags,
+                                                       module.function,
+                                                       cache_text=module.text_without_locations)
         kernel = _kernels.setdefault(key, Executable(
             vmfb, function, device, avals_out, ready_inputs=device.platform != "cuda",
             caller_storage=caller_storage))

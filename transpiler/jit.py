@@ -659,19 +659,30 @@ def _module_to_compile(closed: ClosedIR, device: Device,
 def _compiled_module(closed: ClosedIR, device: Device,
                      lowered: Optional[LoweredModule] = None
                      ) -> tuple[LoweredModule, LoweredModule, bool, bytes]:
-    """``_module_to_compile``'s three values and the module compiled for ``device``."""
+    """``_module_to_compile``'s three values and the module compiled for ``device``.
+
+    IREE 3.13 fails on some modules that pyree's workarounds shape; a module it refuses is
+    compiled again without them, one at a time: without the caller's storage (complex128
+    formulas: "explicit execution regions must only contain explicit ops"), then without the
+    loops' carry-keeping barriers (lower.initial_carries_released)."""
+    def compiled(module: LoweredModule) -> bytes:
+        return rcompile.compile_mlir(module.text, device.compile_flags,
+                                     cache_text=module.text_without_locations)
     lowered, module, caller_storage = _module_to_compile(closed, device, lowered)
     try:
-        return lowered, module, caller_storage, rcompile.compile_mlir(
-            module.text, device.compile_flags, cache_text=module.text_without_locations)
-    except rcompile.CompileError:
-        # IREE fails on some loops' carry-keeping barriers (lower.initial_carries_released)
-        with initial_carries_released():
-            lowered, released, caller_storage = _module_to_compile(closed, device)
-        if released.text_without_locations == module.text_without_locations:
-            raise
-    return lowered, released, caller_storage, rcompile.compile_mlir(
-        released.text, device.compile_flags, cache_text=released.text_without_locations)
+        return lowered, module, caller_storage, compiled(module)
+    except rcompile.CompileError as error:
+        failure = error
+    if caller_storage:
+        try:
+            return lowered, lowered, False, compiled(lowered)
+        except rcompile.CompileError:
+            pass
+    with initial_carries_released():
+        released = lower_closed_ir(closed, platform=device.platform)
+    if released.text_without_locations == lowered.text_without_locations:
+        raise failure
+    return released, released, False, compiled(released)
 
 
 # Results up to this size that depend on no argument are computed once (fixed_outputs).
