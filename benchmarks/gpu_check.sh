@@ -14,7 +14,8 @@
 #   variants.txt  workloads under other IREE compiler / runtime settings (pyree alone)
 # GPU_CHECK_VARIANTS=0 skips the flag variants (a short lease), =short runs the kernel ones
 # only, =all adds the allocator ones;
-# GPU_CHECK_ACCURACY=0 skips accuracy.txt; a suite budget of 0 skips the suite.
+# GPU_CHECK_ACCURACY=0 skips accuracy.txt; a suite budget of 0 skips the suite;
+# GPU_CHECK_TESTS="tests/test_a.py tests/test_b.py" runs those files instead of the whole suite.
 # A dry run on the CPU: GPU_CHECK_PLATFORM=cpu GPU_CHECK_SCALE=256 bash benchmarks/gpu_check.sh 30
 set -u
 budget=${1:-240} only=${2:-}
@@ -76,6 +77,6 @@ fi
 [ "$budget" = 0 ] && exit 0
 timeout_flag=""; python3 -c "import pytest_timeout" 2>/dev/null && timeout_flag="--timeout=120"
 PYREE_PLATFORM=$platform PYREE_FAILURE_LOG="$OUT/failures.txt" timeout "$budget" python3 -m pytest \
-  -q -n 14 -p no:cacheprovider -p pytest_failure_log -o addopts="" $timeout_flag tests \
+  -q -n 14 -p no:cacheprovider -p pytest_failure_log -o addopts="" $timeout_flag ${GPU_CHECK_TESTS:-tests} \
   > "$OUT/suite.txt" 2>&1; echo "suite exit $?" >> "$OUT/suite.txt"
 stamp suite; tail -5 "$OUT/suite.txt"; grep -c "^===" "$OUT/failures.txt" 2>/dev/null
