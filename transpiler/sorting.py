@@ -138,8 +138,8 @@ def _sorted_as_parts(ctx: RuleContext, aval) -> bool:
 
 def _sort_complex_as_parts(ctx: RuleContext, operands, dimension, is_stable, num_keys,
                            descending, total_order):
-    """Complex operands sorted as their real parts: a complex key is two keys (real, then
-    imaginary: the lexicographic order of complex numbers). IREE 3.13 fails to compile
+    """Complex operands sorted as their real and imaginary parts: a complex key is two keys
+    (real, then imaginary: the lexicographic order of complex numbers). IREE 3.13 fails to compile
     complex128 fills and loop carries ("'stream.async.splat' op operand #0 must be ...
     integer, but got 'i128'", "'stream.yield' op used resource not listed in explicit
     captures"), and its compiler died (SIGSEGV) on the radix sort of complex64 keys for CUDA
