@@ -226,6 +226,7 @@ class CompileStats:
     disk_hits = 0
     memory_hits = 0
     fallbacks = 0  # compiled only with one of FALLBACK_FLAG_SETS
+    refusals_remembered = 0  # CompileErrors raised from the memory of an earlier refusal
 
 
 class _BoundedCache:
@@ -370,6 +371,15 @@ def _prepared_with_key(mlir_text: str, flags: Sequence[str], cache_text: Optiona
                                        flags)
 
 
+# A module IREE refused is remembered (in memory, and in the disk cache under its key), so that
+# asking for it again raises at once instead of running IREE's pipeline to fail the same way:
+# the transpiler's fallbacks ask for such a module first in every process (a refused eager
+# complex128 kernel for CUDA, jit._compiled_module and eager._kernel), 1-3 s each here. The
+# key names the compiler's version and the flags, so a refusal is not carried over them.
+_REFUSED_MAGIC = b"PYREERF1"
+_refused: dict[str, str] = {}
+
+
 def _compiled(mlir_text: str, flags: Sequence[str], cache_text: Optional[str],
               function: Optional[str]) -> tuple[bytes, str]:
     mlir_text, flags, key = _prepared_with_key(mlir_text, flags, cache_text)
@@ -393,8 +403,21 @@ def _compiled(mlir_text: str, flags: Sequence[str], cache_text: Optional[str],
             if payload is not None:
                 CompileStats.disk_hits += 1
         if payload is None:
+            refusal = _refused.get(key)
+            if refusal is None and use_disk:
+                found = _read_disk(key, _REFUSED_MAGIC)
+                refusal = found.decode(errors="replace") if found is not None else None
+            if refusal is not None:
+                CompileStats.refusals_remembered += 1
+                raise CompileError(refusal)
             _run_first_compile_hooks()
-            payload = _compile_now(mlir_text, flags)
+            try:
+                payload = _compile_now(mlir_text, flags)
+            except CompileError as error:
+                _refused[key] = str(error)
+                if use_disk:
+                    _write_disk(key, str(error).encode(), _REFUSED_MAGIC)
+                raise
             CompileStats.compiled += 1
             if use_disk:
                 _write_disk(key, payload)
@@ -626,8 +649,9 @@ def _format_diagnostic(severity: int, text: str) -> str:
 
 
 def clear_memory_cache() -> None:
-    """Forget compiled modules held in memory (the disk cache is untouched)."""
+    """Forget compiled modules (and refusals) held in memory (the disk cache is untouched)."""
     _memory_cache.clear()
+    _refused.clear()
 
 
 # -- compiles in a process of their own -----------------------------------------------------------

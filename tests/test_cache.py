@@ -152,6 +152,26 @@ def test_module_iree_fails_on_compiles_again_without_multi_use_fusion(capfd, mon
     assert capfd.readouterr().err == ""
 
 
+def test_a_refused_module_is_remembered(monkeypatch, tmp_path):
+    # Asked again, in this process or (from the disk cache) another, a module IREE refused
+    # raises at once with the same diagnostics: the transpiler's fallbacks ask first for forms
+    # IREE may refuse (jit._compiled_module, eager._kernel).
+    monkeypatch.setattr(pyree.config, "cache_dir", str(tmp_path))
+    flags = pyree.devices("cpu")[0].compile_flags
+    runs = []
+    real = rcompile._run_compiler
+    monkeypatch.setattr(rcompile, "_run_compiler",
+                        lambda text, flags: runs.append(1) or real(text, flags))
+    text = "module { func.func @f( }"
+    for attempt in range(3):
+        with pytest.raises(rcompile.CompileError, match=r"source.mlir:1:\d+: error: "):
+            rcompile.compile_mlir(text, flags)
+        if attempt == 1:
+            rcompile.clear_memory_cache()   # (then from the disk cache)
+    assert len(runs) == 1 + len(rcompile.FALLBACK_FLAG_SETS)
+    assert len(entries(tmp_path)) == 1
+
+
 def test_an_entry_swapped_for_another_keys_is_recompiled(tmp_path):
     # The checksum covers the key: another program's valid entry under this key is not run.
     run_program(tmp_path)

@@ -80,32 +80,28 @@ def _kernel(primitive, avals_in: Sequence[ShapedArray], avals_out: Sequence[Shap
         # buffers pyree allocates (runtime/executable.py, CALLER_STORAGE_PLATFORMS). Its inputs
         # need no wait on CUDA either: IREE's CUDA runtime allocates at once, so no input can
         # be a buffer a queued call has still to allocate (ready_inputs, Executable).
-        module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params, dyn_counts,
-                                         platform=device.platform, static_minor=static_minor)
-        caller_storage = (device.platform in CALLER_STORAGE_PLATFORMS
-                          and takes_caller_storage(module))
-        if caller_storage:
-            module = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params,
-                                             dyn_counts, platform=device.platform,
-                                             caller_storage=True, static_minor=static_minor)
-        # Concurrent requests for one module compile it once. The answer may be a bundle of
-        # kernels the warm-up compiled together (eager_warmup.py), holding this one by another
-        # name.
-        try:
-            vmfb, function = rcompile.compile_function(module.text, device.compile_flags,
-                                                       module.function,
-                                                       cache_text=module.text_without_locations)
-        except rcompile.CompileError:
-            if not caller_storage:
-                raise
+        plain = lower_primitive_dynamic(primitive, avals_in, avals_out, static_params, dyn_counts,
+                                        platform=device.platform, static_minor=static_minor)
+        forms = [(plain, False)]
+        if device.platform in CALLER_STORAGE_PLATFORMS and takes_caller_storage(plain):
             # IREE 3.13 refuses the caller's storage for some kernels (complex128 formulas:
-            # "explicit execution regions must only contain explicit ops"): IREE allocates.
-            module, caller_storage = lower_primitive_dynamic(
+            # "explicit execution regions must only contain explicit ops"): then IREE
+            # allocates (the plain form, tried second).
+            forms.insert(0, (lower_primitive_dynamic(
                 primitive, avals_in, avals_out, static_params, dyn_counts,
-                platform=device.platform, static_minor=static_minor), False
-            vmfb, function = rcompile.compile_function(module.text, device.compile_flags,
-                                                       module.function,
-                                                       cache_text=module.text_without_locations)
+                platform=device.platform, caller_storage=True, static_minor=static_minor), True))
+        for i, (module, caller_storage) in enumerate(forms):
+            # Concurrent requests for one module compile it once. The answer may be a bundle of
+            # kernels the warm-up compiled together (eager_warmup.py), holding this one by
+            # another name.
+            try:
+                vmfb, function = rcompile.compile_function(
+                    module.text, device.compile_flags, module.function,
+                    cache_text=module.text_without_locations)
+                break
+            except rcompile.CompileError:
+                if i == len(forms) - 1:
+                    raise
         kernel = _kernels.setdefault(key, Executable(
             vmfb, function, device, avals_out, ready_inputs=device.platform != "cuda",
             caller_storage=caller_storage))
