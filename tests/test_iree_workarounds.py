@@ -435,3 +435,33 @@ def test_boolean_mask_selecting_the_operands_of_several_products():
     text = pyree.jit(lambda m, x, w: jnp.where(m, x, 0.0) @ w).lower(mask, a, b).as_text()
     flags = rcompile.prepare_module(text, pyree.devices("cpu")[0].compile_flags)[1]
     assert rcompile.GLOBAL_DATA_TILING_FLAG in flags and rcompile.DATA_TILING_FLAG not in flags
+
+
+def _stream_copies(f, args, device) -> list:
+    """The byte counts of the ``stream.cmd.copy`` commands of ``jit(f)`` compiled for
+    ``device`` down to IREE's stream dialect."""
+    import re
+    from iree.compiler import compile_str
+    from pyree.runtime import compile as rcompile
+    text, flags = rcompile.prepare_module(pyree.jit(f, device=device).lower(*args).as_text(),
+                                          device.compile_flags)
+    stream = compile_str(text, extra_args=list(flags) + list(rcompile.GLOBAL_COMPILER_OPTIONS)
+                         + ["--compile-to=stream"]).decode()
+    return [int(n) for n in re.findall(r"stream\.cmd\.copy [^\n]*?, %c(\d+) :", stream)]
+
+
+def test_a_while_loop_does_not_copy_its_carry_each_iteration():
+    # IREE 3.13 moved each value a loop carries "to" the device at its first use in the body,
+    # a copy of the 4 MB carry every iteration here; with the function's arguments and results
+    # declared on the module's one device (lower.SINGLE_DEVICE_AFFINITY) there is none.
+    from pyree.runtime.device import Device
+    a = np.random.RandomState(0).uniform(1, 100, 1_000_000).astype(np.float32)
+
+    def newton(a):
+        def cond(state):
+            x, previous = state
+            return jnp.max(jnp.abs(x - previous)) > 1e-6 * jnp.max(x)
+        return lax.while_loop(cond, lambda s: (0.5 * (s[0] + a / s[0]), s[0]), (a, a + 1.0))[0]
+    np.testing.assert_allclose(pyree.jit(newton)(a), np.sqrt(a.astype(np.float64)), rtol=2e-7)
+    for device in (Device("cpu"), Device("cuda")):
+        assert max(_stream_copies(newton, (a,), device)) < 1000   # (the predicate's byte)

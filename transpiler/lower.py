@@ -612,8 +612,45 @@ class LoweredModule:
         self.function = function
 
 
-def _finish_module(module, function: str) -> LoweredModule:
+# IREE 3.13's conversion to streams finds no device for the values a loop carries (block
+# arguments of scf.while / scf.for) and moves each one "to" the device before its first use
+# in the body; that transfer becomes a copy of the carry every iteration (a while loop Newton
+# iteration on 1M float32 copied its 4 MB carry into a transient each step: 9.8 ms, now 6.9,
+# JAX 4.4-7.2 in the same hour). With the function's arguments and results declared on the
+# module's one device (IREE names it @__device_0) the carries are known to live there and the
+# copies go. (Declared on the function as a whole, ``stream.affinity``, did the same but
+# failed to compile a scipy.special test's module: "failed to legalize unresolved target
+# materialization".) Multi-device modules declare their own.
+SINGLE_DEVICE_AFFINITY = "#hal.device.affinity<@__device_0>"
+LOOP_OPS = frozenset({"stablehlo.while", "scf.while", "scf.for"})
+
+
+def _declare_single_device(module) -> None:
+    """Declare the arguments and results of each function of ``module`` that holds a loop on
+    the module's one device (``iree.abi.affinity``)."""
+    ir = mlir()
+    for fn in module.body.operations:
+        loops = []
+
+        def find(op):
+            if op.name in LOOP_OPS:
+                loops.append(op)
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+        fn.operation.walk(find)
+        if not loops or "arg_attrs" in fn.attributes or "res_attrs" in fn.attributes:
+            continue
+        fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        on_device = ir.DictAttr.get(
+            {"iree.abi.affinity": ir.Attribute.parse(SINGLE_DEVICE_AFFINITY)})
+        fn.attributes["arg_attrs"] = ir.ArrayAttr.get([on_device] * len(fn_type.inputs))
+        fn.attributes["res_attrs"] = ir.ArrayAttr.get([on_device] * len(fn_type.results))
+
+
+def _finish_module(module, function: str, single_device: bool = True) -> LoweredModule:
     op_ = module.operation
+    if single_device:
+        _declare_single_device(module)
     op_.verify()
     return LoweredModule(op_.get_asm(enable_debug_info=True),
                          op_.get_asm(enable_debug_info=False), function)
@@ -695,7 +732,7 @@ def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool,
                     results = [_into_caller_storage(r, buffer, scratch)
                                for r, buffer in zip(results, storage)]
                 func.ReturnOp(results)
-        return _finish_module(module, function)
+        return _finish_module(module, function, single_device=affinities is None)
 
 
 def takes_caller_storage(module: LoweredModule) -> bool:
