@@ -1,7 +1,10 @@
 """pyree's transpiler: Python source -> IR -> MLIR.
 
-Its modules, grouped by layer from the core up (some imports inside functions still reach up a
-layer: ``trace.bind`` runs ``eager``, a traced ``bool`` asks ``convert``):
+Its modules, grouped by layer from the core up. The core imports nothing above itself
+(tests/test_layers.py): what it needs from above is installed in ``trace.hooks`` (``eager``
+runs a primitive bound outside any trace, ``convert`` explains why a function was not
+converted). Above the core, imports still reach up: the families hold their lowering rules
+and import ``lower``/``eager``, some interpreters import families.
 
 * core: ``source`` (user source positions), ``ir`` (the IR, its region walks and rewrites),
   ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (the primitives of arrays and

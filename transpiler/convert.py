@@ -30,7 +30,7 @@ import types
 import weakref
 from typing import Any, Callable, Iterable, Optional
 
-from . import operators
+from . import operators, trace
 
 OPS = "_pyree"  # the name under which converted code sees operators.py
 _PREFIX = "_pyree_"
@@ -100,6 +100,23 @@ def unconverted_reason(code: Any) -> Optional[str]:
     converted, or was never asked for)."""
     conversion = _conversions.get(code)
     return conversion.reason if conversion is not None and conversion.code is None else None
+
+
+def explain_unconverted(code: Any) -> str:
+    """The note a traced value's ``bool`` error adds about the user's function with this code
+    object: why pyree did not convert it, or which statements it converts, or ''."""
+    reason = unconverted_reason(code)
+    if reason is None:
+        if code in _converted_codes:
+            return ("\n(pyree converted this function, but this use of the value is not a "
+                    "statement it converts: an `if`/`while`/`for`, `and`/`or`/`not`, a "
+                    "conditional expression or `assert`.)")
+        return ""
+    return (f"\npyree did not convert `{code.co_name}` into structured control flow because "
+            f"{reason}.")
+
+
+trace.hooks.install(explain_unconverted=explain_unconverted)
 
 
 def converted(fn: Any) -> Any:

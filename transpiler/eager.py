@@ -20,7 +20,7 @@ from pyree.runtime.array import Array, device_put_numpy
 from pyree.runtime.device import Device, default_device, iree_runtime
 from pyree.runtime.executable import CALLER_STORAGE_PLATFORMS, Executable
 
-from . import nan_check
+from . import nan_check, trace
 from . import primitives as P
 from .ir import ShapedArray
 from . import eager_warmup
@@ -221,6 +221,9 @@ def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
 # True: eager operations with an empty operand run compiled for their static shapes on the CPU
 # too, as on GPUs (a testing aid: see apply_unchecked).
 STATIC_EMPTY_OPERANDS_ON_CPU = False
+
+
+trace.hooks.install(apply_now=apply)   # (bind outside any trace runs the primitive here)
 
 
 def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]:

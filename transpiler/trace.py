@@ -190,24 +190,45 @@ def has_effects(eqns: Sequence[Eqn]) -> bool:
 
 def _unconverted_note() -> str:
     """Why the user's function at hand was not converted (pyree converts `if`/`while` on
-    traced values in the functions it can read), or ''."""
-    from . import convert
+    traced values in the functions it can read), or '': the front end's explanation
+    (``hooks.explain_unconverted``) of the code object of the user's frame."""
     loc = user_loc(3)
     frame = sys._getframe(2)
     while frame is not None and loc is not None and frame.f_code.co_filename != loc.filename:
         frame = frame.f_back
-    if frame is None:
-        return ""
-    code = frame.f_code
-    reason = convert.unconverted_reason(code)
-    if reason is None:
-        if code in convert._converted_codes:
-            return ("\n(pyree converted this function, but this use of the value is not a "
-                    "statement it converts: an `if`/`while`/`for`, `and`/`or`/`not`, a "
-                    "conditional expression or `assert`.)")
-        return ""
-    return (f"\npyree did not convert `{code.co_name}` into structured control flow because "
-            f"{reason}.")
+    return "" if frame is None else hooks.explain_unconverted(frame.f_code)
+
+
+# -- what the core asks of the layers above it ---------------------------------------------------
+# The core (source, ir, trace, primitives) imports nothing above itself. What it needs from
+# above is installed there when those modules are imported, as Autodidax's bottom evaluator
+# is: how a primitive runs now, on a device (eager.py), and why a function the user wrote was
+# not converted into structured control flow (convert.py).
+
+def _no_evaluator(primitive: "Primitive", args: Sequence[Any], params: dict) -> list:
+    raise RuntimeError(f"{primitive} was applied outside any trace and no evaluator is "
+                       "installed: import pyree (its eager backend installs one)")
+
+
+class Hooks:
+    """The core's hooks, set by the layers above (``install``).
+
+    Example::
+
+        from pyree.transpiler import trace
+        trace.hooks.install(apply_now=eager.apply)
+    """
+    apply_now: Callable[["Primitive", Sequence[Any], dict], list] = staticmethod(_no_evaluator)
+    explain_unconverted: Callable[[Any], str] = staticmethod(lambda code: "")
+
+    def install(self, **hooks: Callable) -> None:
+        for name, fn in hooks.items():
+            if not hasattr(Hooks, name):
+                raise TypeError(f"no core hook named {name!r}")
+            setattr(self, name, fn)
+
+
+hooks = Hooks()
 
 
 class IRBuilder:
@@ -413,11 +434,10 @@ def bind(primitive: Primitive, args: Sequence[Any], params: dict) -> list[Any]:
                     f"A traced value {a.aval.str_short()} was used after its function finished "
                     f"tracing{where(None)}\nIt escaped (stored in a global or a Python "
                     "container?). Return values from jitted functions instead.")
-        from . import eager
-        return eager.apply(primitive, args, params)
+        return hooks.apply_now(primitive, args, params)
     if _state.compile_time_eval and not any(isinstance(a, Tracer) for a in args):
-        from . import eager  # operands all known: computed now, a constant of the trace
-        return eager.apply(primitive, args, params)
+        # (operands all known: computed now, a constant of the trace)
+        return hooks.apply_now(primitive, args, params)
     loc = _state.loc or user_loc(2)
     inputs = [builder.atom(a) for a in args]
     out_avals = abstract_eval(primitive, [a.aval for a in inputs], params, loc)
