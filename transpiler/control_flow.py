@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import eager
 from .ir import IR, ClosedIR, Eqn, ShapedArray, Var, regions
 from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
                     kept_past_loop, lowering_rules, mlir, op, opaque_select, opaque_true,
@@ -29,6 +30,10 @@ while_p = Primitive("while", multiple_results=True)
 scan_p = Primitive("scan", multiple_results=True)
 
 CONTROL_FLOW = frozenset({cond_p, while_p, scan_p})
+# Eagerly: compiled per shape (their regions are arbitrary programs); cond's branch is chosen
+# on the host.
+eager.STATIC_SHAPE_PRIMITIVES.update(CONTROL_FLOW)
+eager.BRANCH_PRIMITIVES.add(cond_p)
 
 
 # -- tracing regions --------------------------------------------------------------------------

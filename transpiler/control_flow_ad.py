@@ -15,7 +15,7 @@ import numpy as np
 
 from pyree.runtime.array import Array
 
-from . import ad
+from . import ad, eager
 from .ad import (Zero, instantiate, is_undefined, jvp_eval, jvp_rules,
                  partial_eval_rules, tangent_aval, transpose_ir, transpose_rules)
 from .control_flow import cond_p, scan_p, taken_branch, trace_region, while_p
@@ -494,6 +494,7 @@ from .trace import Primitive, abstract_eval_rules
 
 while_count_p = Primitive("while_count", multiple_results=True)
 counted_loop_p = Primitive("counted_loop", multiple_results=True)
+eager.STATIC_SHAPE_PRIMITIVES.update({while_count_p, counted_loop_p})   # (regions)
 
 _I32 = ShapedArray((), np.dtype(np.int32))
 

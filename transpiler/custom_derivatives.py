@@ -9,21 +9,21 @@
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from pyree import tree_util
 
-from . import ad
+from . import ad, eager
 from .convert import converted  # user rules get Python control flow on traced values too
 from .ad import Zero, instantiate, jvp_rules, tangent_aval, transpose_rules
 from .ir import IR, ShapedArray
 from .lower import Lowering, RuleContext, lowering_rules
-from .trace import (Primitive, TypedScalar, abstract_eval_rules, effectful_primitives, get_aval,
-                    located)
+from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval, located
 
 stop_gradient_p = Primitive("stop_gradient")
 abstract_eval_rules[stop_gradient_p] = lambda x: x
 lowering_rules[stop_gradient_p] = lambda ctx, x: x
+eager.PASS_THROUGH_PRIMITIVES.add(stop_gradient_p)
 
 
 def _stop_gradient_jvp(primals, tangents):
@@ -36,6 +36,7 @@ jvp_rules[stop_gradient_p] = _stop_gradient_jvp
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
+eager.STATIC_SHAPE_PRIMITIVES.update({custom_jvp_call_p, custom_vjp_call_p, custom_lin_p})
 
 
 def _region_abstract_eval(*avals: ShapedArray, fun: IR, **params: Any) -> list:
@@ -80,7 +81,7 @@ def _user_values(values: Sequence[Any]) -> list:
 
 def _custom_jvp_rule(primals, tangents, *, fun, info):
     primals = _user_values(primals)
-    consts, args = primals[:info.num_consts], primals[info.num_consts:]
+    args = primals[info.num_consts:]
     t_args = tangents[info.num_consts:]
     t_args = [instantiate(t) if not isinstance(t, Zero) else ad.zeros(tangent_aval(t.aval))
               for t in t_args]

@@ -247,19 +247,19 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
         return [view(arrays[0], avals_out[0])]
     if (arrays and (arrays[0]._device.platform != "cpu" or STATIC_EMPTY_OPERANDS_ON_CPU)
             and any(a.size == 0 for a in avals_in) and primitive not in effectful_primitives
-            and primitive.name != "cond" and primitive is not P.concatenate_p):
+            and primitive not in BRANCH_PRIMITIVES and primitive is not P.concatenate_p):
         # An empty operand of a non-empty result (a pad of a (0, 3) array, nonzero of an empty
         # one with a size): its part of a kernel of unknown shapes is launched with no
         # workgroups (the CUDA device was lost so on an H200, 2026-11-28). Compiled for these
         # static shapes, IREE leaves the empty tensors out.
         return _apply_static(primitive, arrays, avals_out, params)
-    if primitive.name == "cond":
+    if primitive in BRANCH_PRIMITIVES:
         return _apply_cond(arrays, avals_out, params["branches"], device)
     static_when = STATIC_SHAPE_WHEN.get(primitive)
-    if primitive.name in STATIC_SHAPE_PRIMITIVES or (
+    if primitive in STATIC_SHAPE_PRIMITIVES or (
             static_when is not None and static_when(avals_in, params)):
         return _apply_static(primitive, arrays, avals_out, params)
-    if primitive.name in ("stop_gradient", "sharding_constraint"):
+    if primitive in PASS_THROUGH_PRIMITIVES:
         return [arrays[0]]
     if primitive is P.reshape_p:
         return [view(arrays[0], avals_out[0])]
@@ -313,13 +313,16 @@ def _apply_kernel(primitive, arrays: list, avals_in: list, avals_out: list,
     return kernel(arrays, ints, work=work, out_avals=avals_out)
 
 
-# Primitives run eagerly as a one-equation program of static shapes (compiled per shape):
-# those with regions (their bodies are arbitrary programs: no shape-polymorphic kernel can be
-# prepared for them), and others whose lowering needs static shapes. Modules defining such
-# primitives add their names here.
-STATIC_SHAPE_PRIMITIVES: set[str] = {"cond", "while", "scan", "custom_jvp_call",
-                                     "custom_vjp_call", "custom_lin", "while_count",
-                                     "counted_loop"}
+# The eager policies of primitives that are not one shape-polymorphic kernel, registered by
+# the modules that define them (with the primitive's other rules):
+# run as a one-equation program of static shapes (compiled per shape): those with regions
+# (their bodies are arbitrary programs: no shape-polymorphic kernel can be prepared for them),
+# and others whose lowering needs static shapes;
+STATIC_SHAPE_PRIMITIVES: set = set()
+# their operand is their result (stop_gradient, sharding_constraint);
+PASS_THROUGH_PRIMITIVES: set = set()
+# the branch to run is chosen on the host, from the index operand (cond; _apply_cond).
+BRANCH_PRIMITIVES: set = set()
 # Primitives compiled per shape only for some operands: primitive -> predicate(avals, params)
 # (a sort is quadratic in a shape-polymorphic kernel; per shape it can be a sorting network).
 STATIC_SHAPE_WHEN: dict[Any, Any] = {}

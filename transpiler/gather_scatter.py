@@ -138,7 +138,7 @@ gather_p = Primitive("gather")
 scatter_p = Primitive("scatter")
 # IREE cannot legalize stablehlo.dynamic_gather (nor scatter on unknown shapes): eagerly these
 # are compiled per shape.
-STATIC_SHAPE_PRIMITIVES.update({"gather", "scatter"})
+STATIC_SHAPE_PRIMITIVES.update({gather_p, scatter_p})
 
 
 # -- abstract evaluation -------------------------------------------------------------------------

@@ -367,7 +367,7 @@ def _primitive(name: str, kind: str, same_dtypes: bool) -> Primitive:
     lowering_rules[prim] = lowering
     batching.batching_rules[prim] = batching._elementwise_rule(prim)
     # Eagerly: one program per shape (the lowering's loop needs static shapes).
-    eager.STATIC_SHAPE_PRIMITIVES.add(name)
+    eager.STATIC_SHAPE_PRIMITIVES.add(prim)
     return prim
 
 

@@ -26,7 +26,7 @@ from .source import where
 from .trace import Primitive, abstract_eval_rules
 
 linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
-eager.STATIC_SHAPE_PRIMITIVES.add(linear_solve_p.name)  # regions: compiled per shape
+eager.STATIC_SHAPE_PRIMITIVES.add(linear_solve_p)  # regions: compiled per shape
 
 
 def _split(values: Sequence[Any], counts: tuple) -> tuple[list, list, list, list]:

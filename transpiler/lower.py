@@ -622,7 +622,7 @@ class LoweredModule:
 # failed to compile a scipy.special test's module: "failed to legalize unresolved target
 # materialization".) Multi-device modules declare their own.
 SINGLE_DEVICE_AFFINITY = "#hal.device.affinity<@__device_0>"
-LOOP_OPS = frozenset({"stablehlo.while", "scf.while", "scf.for"})
+_LOOP_OPS = ("stablehlo.while", "scf.for", "scf.while")
 
 
 def _declare_single_device(module) -> None:
@@ -633,7 +633,7 @@ def _declare_single_device(module) -> None:
         loops = []
 
         def find(op):
-            if op.name in LOOP_OPS:
+            if op.name in _LOOP_OPS:
                 loops.append(op)
                 return ir.WalkResult.INTERRUPT
             return ir.WalkResult.ADVANCE
@@ -2614,8 +2614,6 @@ def _loop_matvec_as_vecmat(ctx: RuleContext, lhs, rhs, lc, lb, rc):
         shape=(lhs_aval.shape[0],)))], [vector, transposed], {"dot_dimension_numbers": attr})
     return hlo("reshape", ctx.out_type(), out.result)
 
-
-_LOOP_OPS = ("stablehlo.while", "scf.for", "scf.while")
 
 
 def _outermost_loop_outside(value):

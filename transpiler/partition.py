@@ -77,6 +77,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from . import eager
 from . import primitives as P
 from .ad import Zero, jvp_rules, transpose_rules
 from .batching import batching_rules
@@ -410,6 +411,7 @@ partition_rules[custom_vjp_call_p] = _region_call
 sharding_constraint_p = Primitive("sharding_constraint")
 abstract_eval_rules[sharding_constraint_p] = lambda x, *, sharding: x
 lowering_rules[sharding_constraint_p] = lambda ctx, x, *, sharding: x
+eager.PASS_THROUGH_PRIMITIVES.add(sharding_constraint_p)
 batching_rules[sharding_constraint_p] = lambda axis, values, dims, *, sharding: (values, dims)
 
 

@@ -52,7 +52,7 @@ class ConvDimensionNumbers(NamedTuple):
 conv_general_dilated_p = Primitive("conv_general_dilated")
 # The lowering needs static shapes (the padding depends on them in the transposes, and IREE
 # wants a static window): eager mode compiles it per shape.
-eager.STATIC_SHAPE_PRIMITIVES.add(conv_general_dilated_p.name)
+eager.STATIC_SHAPE_PRIMITIVES.add(conv_general_dilated_p)
 
 
 def canonical_numbers(ndim: int) -> ConvDimensionNumbers:
