@@ -62,3 +62,24 @@ def test_without_an_evaluator_bind_says_what_to_do(monkeypatch):
     monkeypatch.setattr(trace.hooks, "apply_now", trace._no_evaluator)
     with pytest.raises(RuntimeError, match="no evaluator is installed"):
         jnp.sin(jnp.arange(3.0))
+
+
+def _name_lookups(path: pathlib.Path) -> list[int]:
+    """Lines of ``path`` that compare a primitive's name with strings (``primitive.name ==
+    "cond"``, ``prim.name in ("a", "b")``)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "name" and isinstance(node.left.value, ast.Name)
+                and node.left.value.id in ("primitive", "prim", "p")):
+            continue
+        for right in node.comparators:
+            items = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+            if any(isinstance(i, ast.Constant) and isinstance(i.value, str) for i in items):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_rules_are_looked_up_by_primitive_not_by_name():
+    found = {p.name: _name_lookups(p) for p in TRANSPILER.glob("*.py")}
+    assert not {name: lines for name, lines in found.items() if lines}

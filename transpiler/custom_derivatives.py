@@ -17,13 +17,14 @@ from . import ad, eager
 from .convert import converted  # user rules get Python control flow on traced values too
 from .ad import Zero, instantiate, jvp_rules, tangent_aval, transpose_rules
 from .ir import IR, ShapedArray
-from .lower import Lowering, RuleContext, lowering_rules
+from .lower import BF16_KEPT_PRIMITIVES, Lowering, RuleContext, lowering_rules
 from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval, located
 
 stop_gradient_p = Primitive("stop_gradient")
 abstract_eval_rules[stop_gradient_p] = lambda x: x
 lowering_rules[stop_gradient_p] = lambda ctx, x: x
 eager.PASS_THROUGH_PRIMITIVES.add(stop_gradient_p)
+BF16_KEPT_PRIMITIVES.add(stop_gradient_p)
 
 
 def _stop_gradient_jvp(primals, tangents):

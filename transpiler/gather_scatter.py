@@ -33,8 +33,9 @@ from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules, zer
 from .batching import batching_rules, broadcast_batched, moveaxis
 from .eager import STATIC_SHAPE_PRIMITIVES
 from .ir import IR, Eqn, ShapedArray, Var, inline, map_regions
-from .lower import (_compare, _reduce, fresh_copy, fusion_barrier, hlo, i64_array, i64_attr,
-                    lowering_rules, mlir, op, scalar_like, tensor_type)
+from .lower import (BF16_KEPT_PRIMITIVES, BF16_KEPT_WHEN, _compare, _reduce, fresh_copy,
+                    fusion_barrier, hlo, i64_array, i64_attr, lowering_rules, mlir, op, scalar_like,
+                    tensor_type)
 from .trace import (Primitive, TypedScalar, abstract_eval_rules, get_aval, located, read_env,
                     trace_to_ir)
 
@@ -139,6 +140,9 @@ scatter_p = Primitive("scatter")
 # IREE cannot legalize stablehlo.dynamic_gather (nor scatter on unknown shapes): eagerly these
 # are compiled per shape.
 STATIC_SHAPE_PRIMITIVES.update({gather_p, scatter_p})
+# bf16 operands stay bf16 (data movement; a replacing scatter moves data too).
+BF16_KEPT_PRIMITIVES.add(gather_p)
+BF16_KEPT_WHEN[scatter_p] = lambda params: params.get("combiner") == "replace"
 
 
 # -- abstract evaluation -------------------------------------------------------------------------

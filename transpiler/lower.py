@@ -2757,11 +2757,15 @@ lowering_rules[P.dot_general_p] = _dot_general_rule
 # operands are widened too: IREE 3.13 ran a 512x512 bf16 matmul with bf16 operands in 755 ms on this znver3 machine
 # (no AVX512-BF16), where JAX took 5 ms.
 
-_BF16_DATA_MOVEMENT = frozenset({
+# Primitives that keep bf16 (the families defined elsewhere add theirs: gather, sort,
+# bitcast_convert_type, stop_gradient), and those that keep it only for some params (scatter
+# replacing: primitive -> predicate(params)).
+BF16_KEPT_PRIMITIVES: set = {
     P.reshape_p, P.transpose_p, P.broadcast_in_dim_p, P.slice_p, P.dynamic_slice_p,
-    P.dynamic_update_slice_p, P.concatenate_p, P.pad_p, P.rev_p, P.select_p})
-_BF16_BY_NAME = frozenset({"gather", "sort", "bitcast_convert_type", "stop_gradient"})
-_BF16_CONTRACTIONS = frozenset({"dot_general", "conv_general_dilated"})
+    P.dynamic_update_slice_p, P.concatenate_p, P.pad_p, P.rev_p, P.select_p}
+BF16_KEPT_WHEN: dict = {}
+# The contractions (windows.py adds conv_general_dilated).
+BF16_CONTRACTIONS: set = {P.dot_general_p}
 # Platforms whose contractions get float32 operands: on Vulkan too (IREE 3.13's SPIR-V code for
 # bf16 operands fails to compile; see contraction_operand).
 _BF16_WIDENED_CONTRACTIONS = frozenset({"cpu", "vulkan"})
@@ -2770,14 +2774,14 @@ _BF16_WIDENED_CONTRACTIONS = frozenset({"cpu", "vulkan"})
 def apply_rule(rule: Callable, primitive, ctx: RuleContext, ins: Sequence, params: dict) -> list:
     """The values of ``rule`` applied to ``ins``, a list (bfloat16 computed as said above)."""
     if _bf16_computed_in_f32(primitive, ctx, params):
-        contraction = (primitive.name in _BF16_CONTRACTIONS
+        contraction = (primitive in BF16_CONTRACTIONS
                        and ctx.lowering.platform not in _BF16_WIDENED_CONTRACTIONS)
         # (In a shape-polymorphic module a contraction's operands widen by stablehlo.convert:
         # the integer form made IREE fail to compile an eager matmul. With static shapes the
         # integer form is the fast one: IREE fuses a convert into the matmul, 352 ms.)
         f32_ins = [x if contraction or a.dtype != bfloat16 else
                    hlo("convert", ctx.type(_bf16_as_f32(a)), x)
-                   if ctx.dynamic and primitive.name in _BF16_CONTRACTIONS
+                   if ctx.dynamic and primitive in BF16_CONTRACTIONS
                    else widen_bf16(ctx, x, a)
                    for x, a in zip(ins, ctx.avals_in)]
         ctx32 = RuleContext(ctx.lowering, [a if contraction else _bf16_as_f32(a)
@@ -2808,9 +2812,10 @@ def _bf16_as_f32(aval: ShapedArray) -> ShapedArray:
 def _bf16_computed_in_f32(primitive, ctx: RuleContext, params: dict) -> bool:
     if not any(a.dtype == bfloat16 for a in list(ctx.avals_in) + list(ctx.avals_out)):
         return False
-    if primitive in _BF16_DATA_MOVEMENT or primitive.name in _BF16_BY_NAME:
+    if primitive in BF16_KEPT_PRIMITIVES:
         return False
-    if primitive.name == "scatter" and params.get("combiner") == "replace":
+    kept_when = BF16_KEPT_WHEN.get(primitive)
+    if kept_when is not None and kept_when(params):
         return False
     # Control flow and calls hold sub-IRs, whose own operations are lowered one by one.
     return not any(isinstance(v, (IR, ClosedIR)) for v in params.values())

@@ -29,11 +29,13 @@ from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules
 from .batching import batching_rules, to_front
 from .eager import STATIC_SHAPE_WHEN
 from .ir import ShapedArray
-from .lower import (RuleContext, _compare, _splat, fresh_copy, hlo, i64_array, kept_past_loop,
-                    own_buffers, lowering_rules, mlir, op, scalar_like, shape_of, tensor_type)
+from .lower import (BF16_KEPT_PRIMITIVES, RuleContext, _compare, _splat, fresh_copy, hlo, i64_array,
+                    kept_past_loop, own_buffers, lowering_rules, mlir, op, scalar_like, shape_of,
+                    tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
 sort_p = Primitive("sort", multiple_results=True)
+BF16_KEPT_PRIMITIVES.add(sort_p)   # (bf16 keys compare as they are)
 
 _I32 = np.dtype(np.int32)
 

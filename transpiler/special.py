@@ -36,8 +36,8 @@ from .ad import Zero
 from .ad_rules import (add, aval, const, defjvp, defjvp_zero, deflinear, div, mul, neg, select,
                        sub)
 from .ir import ShapedArray
-from .lower import (ElementwiseOps, RuleContext, float32_formula, hlo, lowering_rules, op,
-                    tensor_type)
+from .lower import (BF16_KEPT_PRIMITIVES, ElementwiseOps, RuleContext, float32_formula, hlo,
+                    lowering_rules, op, tensor_type)
 from .trace import Primitive, TypedScalar, abstract_eval_rules
 
 _F64 = np.dtype(np.float64)
@@ -247,6 +247,7 @@ defjvp(erfc_p, lambda g, x: mul(g, mul(const(-2 / math.sqrt(math.pi), x),
 # -- bit cast of equal widths -----------------------------------------------------------------
 
 bitcast_p = Primitive("bitcast_convert_type")
+BF16_KEPT_PRIMITIVES.add(bitcast_p)   # (the bits, not the value)
 
 
 def _bitcast_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:

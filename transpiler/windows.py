@@ -28,9 +28,9 @@ from . import primitives as P
 from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules, zeros
 from .batching import batching_rules
 from .ir import ShapedArray
-from .lower import (Lowering, RuleContext, _bf16_split_product, _concatenate_rule,
-                    _splits_float32, contraction_operand, fusion_barrier, hlo, lowering_rules, mlir, op, scalar_like,
-                    tensor_type)
+from .lower import (BF16_CONTRACTIONS, Lowering, RuleContext, _bf16_split_product,
+                    _concatenate_rule, _splits_float32, contraction_operand, fusion_barrier, hlo,
+                    lowering_rules, mlir, op, scalar_like, tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
 
@@ -53,6 +53,7 @@ conv_general_dilated_p = Primitive("conv_general_dilated")
 # The lowering needs static shapes (the padding depends on them in the transposes, and IREE
 # wants a static window): eager mode compiles it per shape.
 eager.STATIC_SHAPE_PRIMITIVES.add(conv_general_dilated_p)
+BF16_CONTRACTIONS.add(conv_general_dilated_p)
 
 
 def canonical_numbers(ndim: int) -> ConvDimensionNumbers:
