@@ -2772,7 +2772,11 @@ _BF16_WIDENED_CONTRACTIONS = frozenset({"cpu", "vulkan"})
 
 
 def apply_rule(rule: Callable, primitive, ctx: RuleContext, ins: Sequence, params: dict) -> list:
-    """The values of ``rule`` applied to ``ins``, a list (bfloat16 computed as said above)."""
+    """The values of ``rule`` applied to ``ins``, a list (bfloat16 computed as said above; a
+    complex128 result of a primitive in COMPLEX128_FORMULAS by its formula)."""
+    formula = COMPLEX128_FORMULAS.get(primitive)
+    if formula is not None and ctx.avals_out[0].dtype == np.complex128:
+        return _complex128_rule(formula, ctx, ins)
     if _bf16_computed_in_f32(primitive, ctx, params):
         contraction = (primitive in BF16_CONTRACTIONS
                        and ctx.lowering.platform not in _BF16_WIDENED_CONTRACTIONS)
@@ -2852,15 +2856,12 @@ def round_to_bf16(ctx: RuleContext, x, aval: ShapedArray):
 
 
 # -- complex128 ------------------------------------------------------------------------------------
-# IREE expands these into float64 sin, cos and atan2, which it cannot link (see float64_math.py).
+# IREE expands these into float64 sin, cos and atan2, which it cannot link (see float64_math.py):
+# with a complex128 result they are computed by the formulas of COMPLEX128_FORMULAS (apply_rule).
 
-def _complex128_rule(rule: Callable, formula: Callable) -> Callable:
-    def complex128_or_rule(ctx: RuleContext, *operands, **params):
-        if ctx.avals_out[0].dtype != np.complex128:
-            return rule(ctx, *operands, **params)
-        operands = broadcast_to_result(ctx, operands, ctx.avals_in, ctx.avals_out[0])
-        return _complex128_formula(ctx, formula, *operands)
-    return complex128_or_rule
+def _complex128_rule(formula: Callable, ctx: RuleContext, operands: Sequence) -> list:
+    operands = broadcast_to_result(ctx, operands, ctx.avals_in, ctx.avals_out[0])
+    return [_complex128_formula(ctx, formula, *operands)]
 
 
 def _complex_rsqrt(m, a, b):
@@ -2883,11 +2884,10 @@ def _complex_reciprocal(m, re, im):
     return m.select(swap, -second, first), m.select(swap, -first, second)
 
 
-for _prim, _formula in ((P.exp_p, float64_math.complex_exp), (P.log_p, float64_math.complex_log),
-                        (P.expm1_p, float64_math.complex_expm1),
-                        (P.log1p_p, float64_math.complex_log1p),
-                        (P.sin_p, float64_math.complex_sin), (P.cos_p, float64_math.complex_cos),
-                        (P.tan_p, float64_math.complex_tan), (P.tanh_p, float64_math.complex_tanh),
-                        (P.sqrt_p, float64_math.complex_sqrt), (P.rsqrt_p, _complex_rsqrt),
-                        (P.logistic_p, _complex_logistic), (P.pow_p, float64_math.complex_pow)):
-    lowering_rules[_prim] = _complex128_rule(lowering_rules[_prim], _formula)
+COMPLEX128_FORMULAS: dict[Any, Callable] = {
+    P.exp_p: float64_math.complex_exp, P.log_p: float64_math.complex_log,
+    P.expm1_p: float64_math.complex_expm1, P.log1p_p: float64_math.complex_log1p,
+    P.sin_p: float64_math.complex_sin, P.cos_p: float64_math.complex_cos,
+    P.tan_p: float64_math.complex_tan, P.tanh_p: float64_math.complex_tanh,
+    P.sqrt_p: float64_math.complex_sqrt, P.rsqrt_p: _complex_rsqrt,
+    P.logistic_p: _complex_logistic, P.pow_p: float64_math.complex_pow}
