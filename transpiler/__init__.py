@@ -26,6 +26,13 @@ and import ``lower``/``eager``, some interpreters import families.
 
 ``converted_source(fn)`` shows the Python that pyree runs in place of ``fn`` under ``jit``.
 """
+import importlib
+
 from .convert import converted_source
 
 __all__ = ["converted_source"]
+
+# Families whose rules no module imports them for: importing the transpiler registers them
+# (a family module registers its primitives' rules when it is imported).
+for _family in ("control_flow", "host_callbacks"):
+    importlib.import_module(f".{_family}", __name__)

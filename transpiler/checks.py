@@ -215,5 +215,3 @@ def add_check(ok: Any, message: str) -> None:
     callbacks.register(key, handler)
     check_p.bind(ok, top.check_token, key=key)
 
-
-from . import host_callbacks  # noqa: E402,F401 (registers the rules of debug_callback)

@@ -23,8 +23,7 @@ from pyree.runtime import device as device_module
 from pyree.runtime.device import Device, default_device
 from pyree.runtime.executable import CALLER_STORAGE_PLATFORMS, Executable
 
-from . import checks, control_flow  # noqa: F401 (their lowering rules must be registered)
-from . import nan_check
+from . import checks, nan_check
 from . import primitives as P
 from .convert import converted
 from .operators import Undefined
