@@ -630,21 +630,30 @@ def _declare_single_device(module) -> None:
     the module's one device (``iree.abi.affinity``)."""
     ir = mlir()
     for fn in module.body.operations:
-        loops = []
-
-        def find(op):
-            if op.name in _LOOP_OPS:
-                loops.append(op)
-                return ir.WalkResult.INTERRUPT
-            return ir.WalkResult.ADVANCE
-        fn.operation.walk(find)
-        if not loops or "arg_attrs" in fn.attributes or "res_attrs" in fn.attributes:
+        if (not _holds_loop(fn.operation) or "arg_attrs" in fn.attributes
+                or "res_attrs" in fn.attributes):
             continue
         fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
         on_device = ir.DictAttr.get(
             {"iree.abi.affinity": ir.Attribute.parse(SINGLE_DEVICE_AFFINITY)})
-        fn.attributes["arg_attrs"] = ir.ArrayAttr.get([on_device] * len(fn_type.inputs))
-        fn.attributes["res_attrs"] = ir.ArrayAttr.get([on_device] * len(fn_type.results))
+
+        def declared(types):   # (tensors only: a caller's !hal.buffer is no value of the device)
+            return ir.ArrayAttr.get([on_device if isinstance(t, ir.RankedTensorType)
+                                     else ir.DictAttr.get({}) for t in types])
+        fn.attributes["arg_attrs"] = declared(fn_type.inputs)
+        fn.attributes["res_attrs"] = declared(fn_type.results)
+
+
+def _holds_loop(operation) -> bool:
+    found = []
+
+    def visit(op):
+        if op.name in _LOOP_OPS:
+            found.append(op)
+            return mlir().WalkResult.INTERRUPT
+        return mlir().WalkResult.ADVANCE
+    operation.walk(visit)
+    return bool(found)
 
 
 def _finish_module(module, function: str, single_device: bool = True) -> LoweredModule:
@@ -2613,7 +2622,6 @@ def _loop_matvec_as_vecmat(ctx: RuleContext, lhs, rhs, lc, lb, rc):
     out = op("stablehlo.dot_general", [ctx.type(ctx.avals_out[0].update(
         shape=(lhs_aval.shape[0],)))], [vector, transposed], {"dot_dimension_numbers": attr})
     return hlo("reshape", ctx.out_type(), out.result)
-
 
 
 def _outermost_loop_outside(value):
