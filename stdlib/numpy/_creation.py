@@ -19,7 +19,6 @@ import numpy as np
 
 from pyree import dtypes, lax
 from pyree.runtime.array import Array, device_put_numpy
-from pyree.transpiler import primitives as P
 from pyree.transpiler.source import where as _where
 from pyree.transpiler.trace import Tracer, TypedScalar, canonicalize_array, get_aval
 
@@ -293,12 +292,12 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     if want.kind in "iu":
         values = lax.broadcasted_iota(want, (length,), 0)
         if step != 1:
-            values = P.mul_p.bind(values, typed_scalar(step, want))
+            values = lax.mul(values, typed_scalar(step, want))
         if start != 0:
-            values = P.add_p.bind(values, typed_scalar(start, want))
+            values = lax.add(values, typed_scalar(start, want))
         return values
     values = lax.broadcasted_iota(want, (length,), 0)
-    return P.add_p.bind(P.mul_p.bind(values, typed_scalar(step, want)), typed_scalar(start, want))
+    return lax.add(lax.mul(values, typed_scalar(step, want)), typed_scalar(start, want))
 
 
 builtin_max = max
@@ -382,7 +381,7 @@ def eye(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None) -> Any:
     int_t = dtypes.canonicalize_dtype(int)
     rows = lax.broadcasted_iota(int_t, (N, M), 0)
     cols = lax.broadcasted_iota(int_t, (N, M), 1)
-    on_diagonal = P.eq_p.bind(P.add_p.bind(rows, typed_scalar(int(k), int_t)), cols)
+    on_diagonal = lax.eq(lax.add(rows, typed_scalar(int(k), int_t)), cols)
     return convert(on_diagonal, want)
 
 
@@ -465,8 +464,8 @@ def _diagonal_mask(rows: int, cols: int, k: int, upper: bool) -> Any:
     int_t = dtypes.canonicalize_dtype(int)
     r = lax.broadcasted_iota(int_t, (rows, cols), 0)
     c = lax.broadcasted_iota(int_t, (rows, cols), 1)
-    shifted = P.add_p.bind(r, typed_scalar(int(k), int_t))
-    return P.ge_p.bind(c, shifted) if upper else P.le_p.bind(c, shifted)
+    shifted = lax.add(r, typed_scalar(int(k), int_t))
+    return lax.ge(c, shifted) if upper else lax.le(c, shifted)
 
 
 def tri(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None) -> Any:
@@ -495,7 +494,7 @@ def _triangle(name: str, m: Any, k: int, upper: bool) -> Any:
     mask = lax.broadcast_in_dim(_diagonal_mask(rows, cols, operator.index(k), upper),
                                 aval.shape, (aval.ndim - 2, aval.ndim - 1))
     zero = typed_scalar(False if aval.dtype == np.bool_ else 0, aval.dtype, aval.weak_type)
-    return P.select_p.bind(mask, m, zero)
+    return lax.select(mask, m, zero)
 
 
 def tril(m: Any, k: int = 0) -> Any:
@@ -578,14 +577,14 @@ def diag(v: Any, k: int = 0) -> Any:
     values = lax.pad(v, zero, [(0, abs(k), 0)])
     # Row i holds v[i] at column i + k (k >= 0); column j holds v[j] at row j - k (k < 0).
     spread = lax.broadcast_in_dim(values, (n, n), (0,) if k >= 0 else (1,))
-    return P.select_p.bind(_on_diagonal(n, k), spread, zero)
+    return lax.select(_on_diagonal(n, k), spread, zero)
 
 
 def _on_diagonal(n: int, k: int) -> Any:
     int_t = dtypes.canonicalize_dtype(int)
     r = lax.broadcasted_iota(int_t, (n, n), 0)
     c = lax.broadcasted_iota(int_t, (n, n), 1)
-    return P.eq_p.bind(c, P.add_p.bind(r, typed_scalar(k, int_t)))
+    return lax.eq(c, lax.add(r, typed_scalar(k, int_t)))
 
 
 def diagflat(v: Any, k: int = 0) -> Any:

@@ -34,7 +34,6 @@ from pyree import dtypes, lax
 from pyree.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from pyree.runtime.array import Array
 from pyree.transpiler import gather_scatter as GS
-from pyree.transpiler import primitives as P
 from pyree.transpiler.gather_scatter import GatherScatterMode
 from pyree.transpiler.source import where as _where
 from pyree.transpiler.trace import Tracer, TypedScalar, get_aval
@@ -286,8 +285,8 @@ def _normalize_dynamic(index: Any, dim: int) -> Any:
     index = convert(index, int_t)
     if get_aval(index).dtype.kind == "u":
         return index
-    negative = P.lt_p.bind(index, typed_scalar(0, int_t))
-    return P.select_p.bind(negative, P.add_p.bind(index, typed_scalar(dim, int_t)), index)
+    negative = lax.lt(index, typed_scalar(0, int_t))
+    return lax.select(negative, lax.add(index, typed_scalar(dim, int_t)), index)
 
 
 def _box(x: Any, axes: list[_Axis]) -> Any:
@@ -358,7 +357,7 @@ def _basic_update(x: Any, entries: list, values: Any, combine: Optional[Callable
         mask = lax.pad(lax.full(tuple(a.count for a in axes), True, np.bool_),
                        typed_scalar(False, np.bool_), config)
         new = spread if combine is None else combine(old, spread)
-        new = P.select_p.bind(mask, new, old)
+        new = lax.select(mask, new, old)
     else:
         new = values if combine is None else combine(old, values)
     dynamic = [a for a in axes if a.dynamic]
@@ -368,10 +367,10 @@ def _basic_update(x: Any, entries: list, values: Any, combine: Optional[Callable
         inside = None
         for a, dim in zip(axes, aval.shape):
             if a.dynamic:
-                ok = P.and_p.bind(P.ge_p.bind(a.start, typed_scalar(0, int_t)),
-                                  P.lt_p.bind(a.start, typed_scalar(dim, int_t)))
-                inside = ok if inside is None else P.and_p.bind(inside, ok)
-        new = P.select_p.bind(inside, new, old)
+                ok = lax.bitwise_and(lax.ge(a.start, typed_scalar(0, int_t)),
+                                     lax.lt(a.start, typed_scalar(dim, int_t)))
+                inside = ok if inside is None else lax.bitwise_and(inside, ok)
+        new = lax.select(inside, new, old)
     if old is x:  # the box is the whole array
         return convert(new, aval.dtype, aval.weak_type)
     int_t = dtypes.canonicalize_dtype(int)
@@ -416,8 +415,8 @@ def _index_array(value: Any, dim: int, normalize: bool = True) -> Any:
     value = convert(value, int_t)
     if not signed or not normalize:
         return value
-    negative = P.lt_p.bind(value, typed_scalar(0, int_t))
-    return P.select_p.bind(negative, P.add_p.bind(value, typed_scalar(dim, int_t)), value)
+    negative = lax.lt(value, typed_scalar(0, int_t))
+    return lax.select(negative, lax.add(value, typed_scalar(dim, int_t)), value)
 
 
 def _plan(shape: tuple, entries: list, strict_ints: bool) -> _Plan:
@@ -607,8 +606,8 @@ def _update(x: Any, index: Any, values: Any, combiner: str, mode: Any = None,
                            unique_indices)
 
 
-_BASIC_COMBINE = {"replace": None, "add": P.add_p.bind, "mul": P.mul_p.bind,
-                  "min": P.min_p.bind, "max": P.max_p.bind}
+_BASIC_COMBINE = {"replace": None, "add": lax.add, "mul": lax.mul, "min": lax.min,
+                  "max": lax.max}
 
 
 def _update_entries(x: Any, entries: list, values: Any, combiner: str, mode: Any,
@@ -735,7 +734,7 @@ class _IndexUpdateRef:
         marks = lax.full(aval.shape, False, np.bool_)
         touched = _update(marks, self.index, True, "replace", mode, indices_are_sorted,
                           unique_indices)
-        return P.select_p.bind(touched, convert(func(x), aval.dtype, aval.weak_type), x)
+        return lax.select(touched, convert(func(x), aval.dtype, aval.weak_type), x)
 
 
 class _IndexUpdateHelper:

@@ -62,7 +62,7 @@ def _reduce(name: str, prim, a: Any, axis: Any, dtype: Any, keepdims: bool, init
         if fill is None:
             raise ValueError(f"reduction operation {name} with where= needs initial=")
         mask = broadcast_to_shape(convert(where, np.dtype(np.bool_)), aval.shape)
-        a = P.select_p.bind(mask, a, typed_scalar(fill, out_dtype))
+        a = lax.select(mask, a, typed_scalar(fill, out_dtype))
     if identity is None and initial is None and builtins.any(aval.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     result = prim.bind(a, axes=axes)
@@ -233,7 +233,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims
     else:
         mask = broadcast_to_shape(convert(where, np.dtype(np.bool_)), aval.shape)
         count = sum(convert(mask, compute), axis=axes, keepdims=keepdims)
-    result = P.div_p.bind(total, count)
+    result = lax.div(total, count)
     return result if result_dtype is None else convert(result, result_dtype)
 
 
@@ -270,19 +270,19 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
     from ._ufuncs import subtract
     centered = subtract(a, mean(a, axis=axes, keepdims=True, where=where))
     if compute.kind == "c":
-        squared = P.add_p.bind(P.integer_pow_p.bind(lax.real(centered), y=2),
-                               P.integer_pow_p.bind(lax.imag(centered), y=2))
+        squared = lax.add(lax.integer_pow(lax.real(centered), y=2),
+                          lax.integer_pow(lax.imag(centered), y=2))
     else:
-        squared = P.integer_pow_p.bind(centered, y=2)
+        squared = lax.integer_pow(centered, y=2)
     real = get_aval(squared).dtype
     total = sum(squared, axis=axes, keepdims=keepdims, where=where)
     if where is None:
         count = typed_scalar(_count(aval.shape, axes) - ddof, real)
     else:
         mask = broadcast_to_shape(convert(where, np.dtype(np.bool_)), aval.shape)
-        count = P.sub_p.bind(sum(convert(mask, real), axis=axes, keepdims=keepdims),
-                             typed_scalar(ddof, real))
-    return convert(P.div_p.bind(total, count), result_dtype)
+        count = lax.sub(sum(convert(mask, real), axis=axes, keepdims=keepdims),
+                        typed_scalar(ddof, real))
+    return convert(lax.div(total, count), result_dtype)
 
 
 @compiled_when_hot("axis", "dtype", "ddof", "keepdims", "correction")
@@ -294,8 +294,8 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
 
         jnp.std(jnp.array([1., 2., 3., 4.]))   # 1.118034
     """
-    return P.sqrt_p.bind(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
-                             where=where, correction=correction))
+    return lax.sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                        where=where, correction=correction))
 
 
 def _arg_reduce(name: str, fn, a: Any, axis: Optional[int], keepdims: bool) -> Any:
@@ -355,14 +355,14 @@ def _replace_nan(a: Any, value: Any) -> Any:
         return a
     aval = get_aval(a)
     fill = lax.full(aval.shape, typed_scalar(value, aval.dtype, aval.weak_type))
-    return P.select_p.bind(P.ne_p.bind(a, a), fill, a)
+    return lax.select(lax.ne(a, a), fill, a)
 
 
 def _isnan(a: Any) -> Any:
     aval = get_aval(a)
     if not _is_inexact(a):
         return lax.full(aval.shape, False, np.bool_)
-    return P.ne_p.bind(a, a)
+    return lax.ne(a, a)
 
 
 def nansum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
@@ -401,8 +401,8 @@ def _nan_extreme(name: str, fn, fill: float, a: Any, axis: Any, out: None, keepd
     # A slice of NaNs only gives NaN (as NumPy, which also warns).
     all_nan = all(_isnan(a), axis=axis, keepdims=keepdims, where=where)
     aval = get_aval(result)
-    return P.select_p.bind(all_nan, lax.full(aval.shape, typed_scalar(np.nan, aval.dtype)),
-                           result)
+    return lax.select(all_nan, lax.full(aval.shape, typed_scalar(np.nan, aval.dtype)),
+                      result)
 
 
 def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
@@ -428,7 +428,7 @@ def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
 
 
 def _nan_count(a: Any, axis: Any, keepdims: bool, where: Any, dtype: np.dtype) -> Any:
-    present = P.not_p.bind(_isnan(a))
+    present = lax.bitwise_not(_isnan(a))
     return sum(convert(present, dtype), axis=axis, keepdims=keepdims, where=where)
 
 
@@ -455,7 +455,7 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
     compute = _inexact_compute_dtype(a, dtype)
     a = convert(a, compute, get_aval(a).weak_type)
     total = sum(_replace_nan(a, 0), axis=axis, keepdims=keepdims, where=where)
-    return P.div_p.bind(total, _nan_count(a, axis, keepdims, where, compute))
+    return lax.div(total, _nan_count(a, axis, keepdims, where, compute))
 
 
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
@@ -475,13 +475,13 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
     center = nanmean(a, axis=axis, keepdims=True, where=where)
     from ._ufuncs import subtract
     centered = _replace_nan(subtract(a, center), 0)
-    squared = P.integer_pow_p.bind(centered, y=2)
+    squared = lax.integer_pow(centered, y=2)
     if get_aval(squared).dtype.kind == "c":
-        squared = P.abs_p.bind(centered)
-        squared = P.mul_p.bind(squared, squared)
+        squared = lax.abs(centered)
+        squared = lax.mul(squared, squared)
     total = sum(squared, axis=axis, keepdims=keepdims, where=where)
     count = _nan_count(a, axis, keepdims, where, get_aval(total).dtype)
-    return P.div_p.bind(total, P.sub_p.bind(count, typed_scalar(ddof, get_aval(total).dtype)))
+    return lax.div(total, lax.sub(count, typed_scalar(ddof, get_aval(total).dtype)))
 
 
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
@@ -492,8 +492,8 @@ def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
 
         jnp.nanstd(jnp.array([1.0, jnp.nan, 3.0]))   # 1.
     """
-    return P.sqrt_p.bind(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof,
-                                keepdims=keepdims, where=where))
+    return lax.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof,
+                           keepdims=keepdims, where=where))
 
 
 def _nan_arg(name: str, fn, fill: float, a: Any, axis: Optional[int], keepdims: bool) -> Any:
@@ -504,7 +504,7 @@ def _nan_arg(name: str, fn, fill: float, a: Any, axis: Optional[int], keepdims: 
     # A slice of NaNs only gives -1 (as JAX; NumPy raises).
     all_nan = all(_isnan(a), axis=axis, keepdims=keepdims)
     aval = get_aval(result)
-    return P.select_p.bind(all_nan, lax.full(aval.shape, typed_scalar(-1, aval.dtype)), result)
+    return lax.select(all_nan, lax.full(aval.shape, typed_scalar(-1, aval.dtype)), result)
 
 
 def nanargmax(a: Any, axis: Optional[int] = None, out: None = None,
@@ -567,7 +567,7 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
                                  f"axis {axis} of shape {aval.shape}")
             weights = lax.broadcast_in_dim(weights, aval.shape, (axes[0],))
         weight_sum = sum(weights, axis=axes, keepdims=keepdims)
-        avg = P.div_p.bind(sum(multiply(a, weights), axis=axes, keepdims=keepdims), weight_sum)
+        avg = lax.div(sum(multiply(a, weights), axis=axes, keepdims=keepdims), weight_sum)
     if returned:
         return avg, weight_sum
     return avg
@@ -582,8 +582,8 @@ def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> A
     """
     _no_out(out)
     check_arraylike("ptp", a)
-    return P.sub_p.bind(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis,
-                                                                  keepdims=keepdims))
+    return lax.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis,
+                                                             keepdims=keepdims))
 
 
 def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:

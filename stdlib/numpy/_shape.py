@@ -331,21 +331,20 @@ def gather_onehot(x: Any, indices: Any, axis: int) -> Any:
     """``x`` indexed along ``axis`` by the integer array ``indices`` (rank 1, possibly traced)
     as a masked sum over a one-hot comparison: composed of differentiable, batchable
     primitives. Out-of-range indices give zeros."""
-    from pyree.transpiler import primitives as P
     aval = get_aval(x)
     idx_aval = get_aval(indices)
     n = aval.shape[axis]
     m = idx_aval.shape[0]
     int_t = idx_aval.dtype
-    onehot = P.eq_p.bind(lax.broadcast_in_dim(indices, (m, n), (0,)),
-                         lax.broadcasted_iota(int_t, (m, n), 1))
+    onehot = lax.eq(lax.broadcast_in_dim(indices, (m, n), (0,)),
+                    lax.broadcasted_iota(int_t, (m, n), 1))
     out_shape = aval.shape[:axis] + (m, n) + aval.shape[axis + 1:]
     keep = tuple(d if d < axis else d + 1 for d in range(aval.ndim))
     spread = lax.broadcast_in_dim(x, out_shape, keep)
     mask = lax.broadcast_in_dim(onehot, out_shape, (axis, axis + 1))
-    picked = P.select_p.bind(mask, spread, _zero(aval.dtype, aval.weak_type))
-    reduce = P.reduce_or_p if aval.dtype == np.bool_ else P.reduce_sum_p
-    return reduce.bind(picked, axes=(axis + 1,))
+    picked = lax.select(mask, spread, _zero(aval.dtype, aval.weak_type))
+    reduce = lax.reduce_or if aval.dtype == np.bool_ else lax.reduce_sum
+    return reduce(picked, (axis + 1,))
 
 
 def _axes_arg(axis: Any, ndim: int) -> tuple:
@@ -767,7 +766,6 @@ def repeat(a: Any, repeats: Any, axis: Optional[int] = None, *,
             f"Either pass static (non-traced) repeats, or a static total_repeat_length="
             f"{_where(None)}")
     from pyree import dtypes
-    from pyree.transpiler import primitives as P
     from ._util import convert, typed_scalar
     int_t = dtypes.canonicalize_dtype(int)
     counts = convert(repeats, int_t)
@@ -779,15 +777,15 @@ def repeat(a: Any, repeats: Any, axis: Optional[int] = None, *,
     if n == 0:
         return a
     # cumsum(counts)[k] as a masked sum (a lower-triangular mask), then count the bounds <= i.
-    tri_mask = P.le_p.bind(lax.broadcasted_iota(int_t, (n, n), 1),
-                           lax.broadcasted_iota(int_t, (n, n), 0))
-    bounds = P.reduce_sum_p.bind(
-        P.select_p.bind(tri_mask, lax.broadcast_in_dim(counts, (n, n), (1,)),
-                        typed_scalar(0, int_t)), axes=(1,))
+    tri_mask = lax.le(lax.broadcasted_iota(int_t, (n, n), 1),
+                      lax.broadcasted_iota(int_t, (n, n), 0))
+    bounds = lax.reduce_sum(
+        lax.select(tri_mask, lax.broadcast_in_dim(counts, (n, n), (1,)),
+                   typed_scalar(0, int_t)), axes=(1,))
     positions = lax.broadcasted_iota(int_t, (total, n), 0)
-    passed = P.le_p.bind(lax.broadcast_in_dim(bounds, (total, n), (1,)), positions)
-    source = P.reduce_sum_p.bind(convert(passed, int_t), axes=(1,))
-    source = P.min_p.bind(source, typed_scalar(n - 1, int_t))
+    passed = lax.le(lax.broadcast_in_dim(bounds, (total, n), (1,)), positions)
+    source = lax.reduce_sum(convert(passed, int_t), axes=(1,))
+    source = lax.min(source, typed_scalar(n - 1, int_t))
     return gather_onehot(a, source, axis)
 
 
@@ -904,13 +902,12 @@ def _roll_axis(a: Any, shift: Any, axis: int) -> Any:
                                 _slice_axis(a, axis, 0, n - shift)], axis)
     # A traced shift: the window of [a, a] that starts at n - (shift mod n).
     from pyree import dtypes
-    from pyree.transpiler import primitives as P
     from ._util import typed_scalar
     int_t = dtypes.canonicalize_dtype(int)
     size = typed_scalar(n, int_t)
-    rem = P.rem_p.bind(shift, size)
-    rem = P.select_p.bind(P.lt_p.bind(rem, typed_scalar(0, int_t)), P.add_p.bind(rem, size), rem)
-    start = P.sub_p.bind(size, rem)
+    rem = lax.rem(shift, size)
+    rem = lax.select(lax.lt(rem, typed_scalar(0, int_t)), lax.add(rem, size), rem)
+    start = lax.sub(size, rem)
     doubled = lax.concatenate([a, a], axis)
     zero = typed_scalar(0, int_t)
     starts = [zero] * get_aval(a).ndim
@@ -1009,7 +1006,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: Optional[int] = None) -> Any:
     n = aval.shape[axis]
     values = convert(array(values), aval.dtype, aval.weak_type)
     scalar_obj = not isinstance(obj, slice) and np.ndim(_concrete(obj, "insert", "the indices "
-                                                                   "(obj)")) == 0
+                                                                  "(obj)")) == 0
     positions = _static_positions(obj, n + 1, "insert").reshape(-1)
     if ((positions < -n) | (positions > n)).any():
         bad = positions[(positions < -n) | (positions > n)][0]
@@ -1201,14 +1198,12 @@ def _pad_reflect(x: Any, axis: int, lo: int, hi: int, symmetric: bool, odd: bool
 
 def _odd(chunk: Any, edge: Any, axis: int, count: int) -> Any:
     """``2 * edge - chunk``: the reflection through the edge value."""
-    from pyree.transpiler import primitives as P
     edge = _broadcast_along(edge, axis, count)
-    return P.sub_p.bind(P.add_p.bind(edge, edge), chunk)
+    return lax.sub(lax.add(edge, edge), chunk)
 
 
 def _pad_linear_ramp(x: Any, axis: int, lo: int, hi: int, end_values: Any) -> Any:
     from pyree import dtypes
-    from pyree.transpiler import primitives as P
     from ._util import convert, default_float_dtype, typed_scalar
     aval = get_aval(x)
     n = aval.shape[axis]
@@ -1228,10 +1223,10 @@ def _pad_linear_ramp(x: Any, axis: int, lo: int, hi: int, end_values: Any) -> An
         steps = lax.broadcasted_iota(compute, tuple(shape), axis)
         if side == 1:
             steps = lax.rev(steps, (axis,))
-        delta = P.div_p.bind(P.sub_p.bind(edge, end), typed_scalar(width, compute))
-        ramp = P.add_p.bind(P.mul_p.bind(steps, _broadcast_along(delta, axis, width)), end)
+        delta = lax.div(lax.sub(edge, end), typed_scalar(width, compute))
+        ramp = lax.add(lax.mul(steps, _broadcast_along(delta, axis, width)), end)
         if not inexact:
-            ramp = P.floor_p.bind(ramp)  # NumPy's integer linspace rounds down
+            ramp = lax.floor(ramp)  # NumPy's integer linspace rounds down
         pieces.append(convert(ramp, aval.dtype, aval.weak_type))
     if lo:
         pieces.insert(1, x) if hi else pieces.append(x)
@@ -1242,7 +1237,6 @@ def _pad_linear_ramp(x: Any, axis: int, lo: int, hi: int, end_values: Any) -> An
 
 def _pad_stat(x: Any, axis: int, lo: int, hi: int, mode: str, lengths: tuple) -> Any:
     from pyree import dtypes
-    from pyree.transpiler import primitives as P
     from ._util import convert, default_float_dtype, typed_scalar
     aval = get_aval(x)
     n = aval.shape[axis]
@@ -1256,14 +1250,14 @@ def _pad_stat(x: Any, axis: int, lo: int, hi: int, mode: str, lengths: tuple) ->
         chunk = _slice_axis(x, axis, 0, length) if side == 0 else \
             _slice_axis(x, axis, n - length, n)
         if mode == "maximum":
-            stat = P.reduce_max_p.bind(chunk, axes=(axis,))
+            stat = lax.reduce_max(chunk, axes=(axis,))
         elif mode == "minimum":
-            stat = P.reduce_min_p.bind(chunk, axes=(axis,))
+            stat = lax.reduce_min(chunk, axes=(axis,))
         else:
             inexact = aval.dtype.kind in "fc" or aval.dtype == dtypes.bfloat16
             compute = aval.dtype if inexact else default_float_dtype()
-            total = P.reduce_sum_p.bind(convert(chunk, compute), axes=(axis,))
-            stat = P.div_p.bind(total, typed_scalar(length, compute))
+            total = lax.reduce_sum(convert(chunk, compute), axes=(axis,))
+            stat = lax.div(total, typed_scalar(length, compute))
             if not inexact:  # NumPy rounds the mean of integers (half to even)
                 stat = lax.round(stat, lax.RoundingMethod.TO_NEAREST_EVEN)
             stat = convert(stat, aval.dtype, aval.weak_type)
