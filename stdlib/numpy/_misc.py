@@ -23,7 +23,6 @@ import numpy as np
 from pyree import dtypes, lax
 from pyree.errors import ConcretizationTypeError
 from pyree.runtime.array import Array
-from pyree.transpiler import primitives as P
 from pyree.transpiler.source import where as _where
 from pyree.transpiler.trace import Tracer, get_aval
 
@@ -81,8 +80,8 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
             break
         upper = _slice_axis(a, axis, 1, length)
         lower = _slice_axis(a, axis, 0, length - 1)
-        a = P.ne_p.bind(upper, lower) if get_aval(a).dtype == np.bool_ else \
-            P.sub_p.bind(upper, lower)
+        a = lax.ne(upper, lower) if get_aval(a).dtype == np.bool_ else \
+            lax.sub(upper, lower)
     return a
 
 
@@ -98,7 +97,7 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     flat = ravel(asarray(ary))
     aval = get_aval(flat)
     length = aval.shape[0]
-    result = P.sub_p.bind(_slice_axis(flat, 0, 1, length), _slice_axis(flat, 0, 0, length - 1)) \
+    result = lax.sub(_slice_axis(flat, 0, 1, length), _slice_axis(flat, 0, 0, length - 1)) \
         if length else flat
     parts = [result]
     if to_begin is not None:
@@ -111,7 +110,7 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
 # -- searching ------------------------------------------------------------------------------------
 
 def _isnan(x: Any) -> Any:
-    return P.ne_p.bind(x, x)
+    return lax.ne(x, x)
 
 
 def _count_sorted(table: Any, values: Any, right: bool) -> Any:
@@ -124,14 +123,14 @@ def _count_sorted(table: Any, values: Any, right: bool) -> Any:
     t = lax.broadcast_in_dim(table, shape, (len(shape) - 1,))
     v = lax.broadcast_in_dim(values, shape, tuple(range(v_aval.ndim)))
     if right:
-        before = P.le_p.bind(t, v)
+        before = lax.le(t, v)
         if _is_inexact(t_aval.dtype):
-            before = P.or_p.bind(before, _isnan(v))
+            before = lax.bitwise_or(before, _isnan(v))
     else:
-        before = P.lt_p.bind(t, v)
+        before = lax.lt(t, v)
         if _is_inexact(t_aval.dtype):
-            before = P.or_p.bind(before, P.and_p.bind(_isnan(v), P.not_p.bind(_isnan(t))))
-    return P.reduce_sum_p.bind(convert(before, _int_dtype()), axes=(len(shape) - 1,))
+            before = lax.bitwise_or(before, lax.bitwise_and(_isnan(v), lax.bitwise_not(_isnan(t))))
+    return lax.reduce_sum(convert(before, _int_dtype()), axes=(len(shape) - 1,))
 
 
 def _lookup(table: Any, index: Any) -> Any:
@@ -160,11 +159,11 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Any:
         return zeros(get_aval(x).shape, _int_dtype())
     # Increasing bins: searchsorted(bins, x); decreasing: n - searchsorted(bins[::-1], x).
     rising = _count_sorted(bins, x, not right)
-    falling = P.sub_p.bind(typed_scalar(n, _int_dtype()),
-                           _count_sorted(lax.rev(bins, (0,)), x, not right))
+    falling = lax.sub(typed_scalar(n, _int_dtype()),
+                      _count_sorted(lax.rev(bins, (0,)), x, not right))
     first, last = _slice_axis(bins, 0, 0, 1), _slice_axis(bins, 0, n - 1, n)
-    increasing = lax.reshape(P.ge_p.bind(last, first), ())
-    return P.select_p.bind(increasing, rising, falling)
+    increasing = lax.reshape(lax.ge(last, first), ())
+    return lax.select(increasing, rising, falling)
 
 
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
@@ -202,14 +201,14 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
         int_t = _int_dtype()
         # The segment [xp[i-1], xp[i]] holding x, with i in [1, m-1].
         i = _count_sorted(xp, x, right=True)
-        i = P.max_p.bind(P.min_p.bind(i, typed_scalar(m - 1, int_t)), typed_scalar(1, int_t))
-        below = P.sub_p.bind(i, typed_scalar(1, int_t))
+        i = lax.max(lax.min(i, typed_scalar(m - 1, int_t)), typed_scalar(1, int_t))
+        below = lax.sub(i, typed_scalar(1, int_t))
         x0, x1 = _lookup(xp, below), _lookup(xp, i)
         f0, f1 = _lookup(fp, below), _lookup(fp, i)
-        dx = P.sub_p.bind(x1, x0)
+        dx = lax.sub(x1, x0)
         eps = typed_scalar(np.finfo(get_aval(dx).dtype).eps, get_aval(dx).dtype)
-        flat = P.le_p.bind(P.abs_p.bind(dx), eps)  # repeated points: no slope
-        safe_dx = P.select_p.bind(flat, typed_scalar(1, get_aval(dx).dtype), dx)
+        flat = lax.le(lax.abs(dx), eps)  # repeated points: no slope
+        safe_dx = lax.select(flat, typed_scalar(1, get_aval(dx).dtype), dx)
         from ._ufuncs import add, multiply, subtract, true_divide, where
         slope_part = multiply(true_divide(subtract(x, x0), safe_dx), subtract(f1, f0))
         f = where(flat, f0, add(f0, slope_part))
@@ -239,15 +238,15 @@ def _periodic(x: Any, xp: Any, fp: Any, period: Any) -> tuple:
     # rank[j] = #{k : xp[k] < xp[j] or (xp[k] == xp[j] and k < j)}: a stable sort's position.
     row = lax.broadcast_in_dim(xp, (m, m), (0,))   # xp[j] along rows
     col = lax.broadcast_in_dim(xp, (m, m), (1,))   # xp[k] along columns
-    earlier = P.lt_p.bind(lax.broadcasted_iota(int_t, (m, m), 1),
-                          lax.broadcasted_iota(int_t, (m, m), 0))
-    before = P.or_p.bind(P.lt_p.bind(col, row), P.and_p.bind(P.eq_p.bind(col, row), earlier))
-    rank = P.reduce_sum_p.bind(convert(before, int_t), axes=(1,))
+    earlier = lax.lt(lax.broadcasted_iota(int_t, (m, m), 1),
+                     lax.broadcasted_iota(int_t, (m, m), 0))
+    before = lax.bitwise_or(lax.lt(col, row), lax.bitwise_and(lax.eq(col, row), earlier))
+    rank = lax.reduce_sum(convert(before, int_t), axes=(1,))
     # order[r] = the j whose rank is r.
-    order = P.reduce_sum_p.bind(
-        P.select_p.bind(P.eq_p.bind(lax.broadcast_in_dim(rank, (m, m), (1,)),
-                                    lax.broadcasted_iota(int_t, (m, m), 0)),
-                        lax.broadcasted_iota(int_t, (m, m), 1), typed_scalar(0, int_t)),
+    order = lax.reduce_sum(
+        lax.select(lax.eq(lax.broadcast_in_dim(rank, (m, m), (1,)),
+                          lax.broadcasted_iota(int_t, (m, m), 0)),
+                   lax.broadcasted_iota(int_t, (m, m), 1), typed_scalar(0, int_t)),
         axes=(1,))
     xp = gather_onehot(xp, order, 0)
     fp = gather_onehot(fp, order, 0)
@@ -282,7 +281,7 @@ def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
     result = zeros(get_aval(x).shape, get_aval(x).dtype)
     for i in range(count):
         coefficient = lax.reshape(_slice_axis(p, 0, i, i + 1), ())
-        result = P.add_p.bind(P.mul_p.bind(result, x), coefficient) if i else \
+        result = lax.add(lax.mul(result, x), coefficient) if i else \
             lax.broadcast_in_dim(coefficient, get_aval(x).shape, ())
     return convert(result, get_aval(x).dtype)  # strongly typed, as JAX's
 
@@ -305,7 +304,7 @@ def polyadd(a1: Any, a2: Any) -> Any:
     """
     check_arraylike("polyadd", a1, a2)
     a1, a2 = promote_dtypes(_poly_arg("polyadd", a1), _poly_arg("polyadd", a2))
-    return P.add_p.bind(*_aligned(a1, a2))
+    return lax.add(*_aligned(a1, a2))
 
 
 def polysub(a1: Any, a2: Any) -> Any:
@@ -317,7 +316,7 @@ def polysub(a1: Any, a2: Any) -> Any:
     """
     check_arraylike("polysub", a1, a2)
     a1, a2 = promote_dtypes(_poly_arg("polysub", a1), _poly_arg("polysub", a2))
-    return P.sub_p.bind(*_aligned(a1, a2))
+    return lax.sub(*_aligned(a1, a2))
 
 
 def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
@@ -339,14 +338,14 @@ def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
     if get_aval(a2).shape[0] == 0:
         a2 = lax.pad(a2, zero, [(1, 0, 0)])
     n, m = get_aval(a1).shape[0], get_aval(a2).shape[0]
-    outer = P.mul_p.bind(lax.broadcast_in_dim(a1, (n, m), (0,)),
-                         lax.broadcast_in_dim(a2, (n, m), (1,)))
+    outer = lax.mul(lax.broadcast_in_dim(a1, (n, m), (0,)),
+                    lax.broadcast_in_dim(a2, (n, m), (1,)))
     # Shift row i right by i (pad rows to n + m, flatten, drop the last n zeros, re-cut into rows
     # of n + m - 1): column k then holds the products a1[i] * a2[k - i]; summing rows convolves.
     padded = lax.pad(outer, zero, [(0, 0, 0), (0, n, 0)])
     flat = lax.reshape(padded, (n * (n + m),))
     skewed = lax.reshape(_slice_axis(flat, 0, 0, n * (n + m - 1)), (n, n + m - 1))
-    return P.reduce_sum_p.bind(skewed, axes=(0,))
+    return lax.reduce_sum(skewed, axes=(0,))
 
 
 def _trim_leading(p: Any) -> Any:
@@ -384,7 +383,7 @@ def polyder(p: Any, m: int = 1) -> Any:
     for j in range(m):
         factors = factors * (powers - j)
     dtype = get_aval(p).dtype
-    return P.mul_p.bind(_slice_axis(p, 0, 0, count), array(factors.astype(dtype)))
+    return lax.mul(_slice_axis(p, 0, 0, count), array(factors.astype(dtype)))
 
 
 def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
@@ -415,7 +414,7 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     # Entry i of [p, k] ends up divided by prod_j max(1, length + m - i - 1 - j).
     top = np.arange(length + m, 0, -1)[None, :] - 1 - np.arange(m)[:, None]
     divisors = np.maximum(1, top).prod(axis=0)
-    return P.div_p.bind(lax.concatenate([p, constants], 0), array(divisors.astype(dtype)))
+    return lax.div(lax.concatenate([p, constants], 0), array(divisors.astype(dtype)))
 
 
 def vander(x: Any, N: Optional[int] = None, increasing: bool = False) -> Any:
@@ -445,13 +444,13 @@ def vander(x: Any, N: Optional[int] = None, increasing: bool = False) -> Any:
     count = 1
     while count < N:
         take = min(count, N - count)
-        block = P.mul_p.bind(_slice_axis(powers, 1, 0, take),
-                             lax.broadcast_in_dim(lax.reshape(column, (n,)), (n, take), (0,)))
+        block = lax.mul(_slice_axis(powers, 1, 0, take),
+                        lax.broadcast_in_dim(lax.reshape(column, (n,)), (n, take), (0,)))
         powers = lax.concatenate([powers, block], 1)
         count += take
         if count < N:
             column = _slice_axis(powers, 1, count - 1, count)
-            column = P.mul_p.bind(column, lax.reshape(x, (n, 1)))
+            column = lax.mul(column, lax.reshape(x, (n, 1)))
     return powers if increasing else lax.rev(powers, (1,))
 
 
@@ -487,11 +486,11 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
     int_t = _int_dtype()
     n = aval.shape[0]
     idx = convert(x, int_t) if aval.dtype != int_t else x
-    idx = P.max_p.bind(idx, typed_scalar(0, int_t))
-    hits = P.eq_p.bind(lax.broadcast_in_dim(idx, (n, length), (0,)),
-                       lax.broadcasted_iota(int_t, (n, length), 1))
+    idx = lax.max(idx, typed_scalar(0, int_t))
+    hits = lax.eq(lax.broadcast_in_dim(idx, (n, length), (0,)),
+                  lax.broadcasted_iota(int_t, (n, length), 1))
     if weights is None:
-        return P.reduce_sum_p.bind(convert(hits, int_t), axes=(0,))
+        return lax.reduce_sum(convert(hits, int_t), axes=(0,))
     weights = asarray(weights)
     w_aval = get_aval(weights)
     if w_aval.shape != aval.shape:
@@ -499,9 +498,9 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
         w_aval = get_aval(weights)
     spread = lax.broadcast_in_dim(weights, (n, length), (0,))
     zero = typed_scalar(False if w_aval.dtype == np.bool_ else 0, w_aval.dtype, w_aval.weak_type)
-    picked = P.select_p.bind(hits, spread, zero)
-    reduce = P.reduce_or_p if w_aval.dtype == np.bool_ else P.reduce_sum_p
-    return reduce.bind(picked, axes=(0,))
+    picked = lax.select(hits, spread, zero)
+    reduce = lax.reduce_or if w_aval.dtype == np.bool_ else lax.reduce_sum
+    return reduce(picked, (0,))
 
 
 def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
@@ -530,8 +529,8 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
         if get_aval(a).size == 0:
             first, last = typed_scalar(0.0, dtype), typed_scalar(1.0, dtype)
         else:
-            first, last = P.reduce_min_p.bind(ravel(a), axes=(0,)), \
-                P.reduce_max_p.bind(ravel(a), axes=(0,))
+            first, last = lax.reduce_min(ravel(a), axes=(0,)), \
+                lax.reduce_max(ravel(a), axes=(0,))
     else:
         if len(range) != 2:
             raise ValueError("range must be a (min, max) pair")
@@ -577,22 +576,22 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
         raise ValueError("histogram needs at least two bin edges")
     int_t = _int_dtype()
     # Bin i holds edges[i] <= v < edges[i + 1]; the last one also holds v == edges[-1].
-    index = P.sub_p.bind(_count_sorted(edges, a, right=True), typed_scalar(1, int_t))
+    index = lax.sub(_count_sorted(edges, a, right=True), typed_scalar(1, int_t))
     last_edge = lax.reshape(_slice_axis(edges, 0, nbins, nbins + 1), ())
-    index = P.select_p.bind(P.eq_p.bind(a, last_edge), typed_scalar(nbins - 1, int_t), index)
+    index = lax.select(lax.eq(a, last_edge), typed_scalar(nbins - 1, int_t), index)
     n = get_aval(a).shape[0]
-    hits = P.eq_p.bind(lax.broadcast_in_dim(index, (n, nbins), (0,)),
-                       lax.broadcasted_iota(int_t, (n, nbins), 1))
+    hits = lax.eq(lax.broadcast_in_dim(index, (n, nbins), (0,)),
+                  lax.broadcasted_iota(int_t, (n, nbins), 1))
     if weights is None:
-        counts = P.reduce_sum_p.bind(convert(hits, count_dtype), axes=(0,))
+        counts = lax.reduce_sum(convert(hits, count_dtype), axes=(0,))
     else:
-        picked = P.select_p.bind(hits, lax.broadcast_in_dim(weights, (n, nbins), (0,)),
-                                 typed_scalar(0, count_dtype))
-        counts = P.reduce_sum_p.bind(picked, axes=(0,))
+        picked = lax.select(hits, lax.broadcast_in_dim(weights, (n, nbins), (0,)),
+                            typed_scalar(0, count_dtype))
+        counts = lax.reduce_sum(picked, axes=(0,))
     if density:
         widths = diff(edges)
-        total = P.reduce_sum_p.bind(counts, axes=(0,))
-        counts = P.div_p.bind(counts, P.mul_p.bind(convert(widths, count_dtype), total))
+        total = lax.reduce_sum(counts, axes=(0,))
+        counts = lax.div(counts, lax.mul(convert(widths, count_dtype), total))
     return counts, edges
 
 
@@ -647,28 +646,28 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None, weights: Any = N
         if nbins < 1:
             raise ValueError("histogramdd needs at least two bin edges per dimension")
         # As histogram: bin i holds edges[i] <= v < edges[i + 1], the last one its right edge.
-        idx = P.sub_p.bind(_count_sorted(edges, column, right=True), typed_scalar(1, int_t))
+        idx = lax.sub(_count_sorted(edges, column, right=True), typed_scalar(1, int_t))
         last_edge = lax.reshape(_slice_axis(edges, 0, nbins, nbins + 1), ())
-        idx = P.select_p.bind(P.eq_p.bind(column, last_edge), typed_scalar(nbins - 1, int_t),
-                              idx)
-        ok = logical_and(P.ge_p.bind(idx, typed_scalar(0, int_t)),
-                         P.lt_p.bind(idx, typed_scalar(nbins, int_t)))
+        idx = lax.select(lax.eq(column, last_edge), typed_scalar(nbins - 1, int_t),
+                         idx)
+        ok = logical_and(lax.ge(idx, typed_scalar(0, int_t)),
+                         lax.lt(idx, typed_scalar(nbins, int_t)))
         inside = ok if inside is None else logical_and(inside, ok)
-        index = idx if index is None else P.add_p.bind(
-            P.mul_p.bind(index, typed_scalar(nbins, int_t)), idx)
+        index = idx if index is None else lax.add(
+            lax.mul(index, typed_scalar(nbins, int_t)), idx)
         edges_list.append(edges)
         sizes.append(nbins)
     total_bins = int(np.prod(sizes))
-    index = P.select_p.bind(inside, index, typed_scalar(-1, int_t))   # -1 matches no bin
-    hits = P.eq_p.bind(lax.broadcast_in_dim(index, (n, total_bins), (0,)),
-                       lax.broadcasted_iota(int_t, (n, total_bins), 1))
+    index = lax.select(inside, index, typed_scalar(-1, int_t))   # -1 matches no bin
+    hits = lax.eq(lax.broadcast_in_dim(index, (n, total_bins), (0,)),
+                  lax.broadcasted_iota(int_t, (n, total_bins), 1))
     count_dtype = dtype if weights is None else get_aval(weights).dtype
     if weights is None:
-        counts = P.reduce_sum_p.bind(convert(hits, count_dtype), axes=(0,))
+        counts = lax.reduce_sum(convert(hits, count_dtype), axes=(0,))
     else:
-        picked = P.select_p.bind(hits, lax.broadcast_in_dim(weights, (n, total_bins), (0,)),
-                                 typed_scalar(0, count_dtype))
-        counts = P.reduce_sum_p.bind(picked, axes=(0,))
+        picked = lax.select(hits, lax.broadcast_in_dim(weights, (n, total_bins), (0,)),
+                            typed_scalar(0, count_dtype))
+        counts = lax.reduce_sum(picked, axes=(0,))
     counts = reshape(counts, tuple(sizes))
     if density:
         from ._ufuncs import multiply
@@ -678,8 +677,8 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None, weights: Any = N
             shape[j] = sizes[j]
             width = reshape(convert(diff(edges), count_dtype), tuple(shape))
             volume = width if volume is None else multiply(volume, width)
-        total = P.reduce_sum_p.bind(counts, axes=tuple(_range(d)))
-        counts = P.div_p.bind(counts, multiply(volume, total))
+        total = lax.reduce_sum(counts, axes=tuple(_range(d)))
+        counts = lax.div(counts, multiply(volume, total))
     return counts, edges_list
 
 
