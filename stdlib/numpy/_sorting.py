@@ -76,7 +76,7 @@ def _resize_last(x: Any, size: int) -> Any:
     # pads and then writes both arrays into one buffer.
     fill = (lax.reshape(lax.slice(x, (0,), (1,)), ()) if n else
             typed_scalar(0, get_aval(x).dtype))
-    return P.pad_p.bind(x, fill, padding_config=((0, size - n, 0),))
+    return lax.pad(x, fill, padding_config=((0, size - n, 0),))
 
 
 def _scatter_to(dest: Any, values: Any, n: int) -> Any:
@@ -85,7 +85,7 @@ def _scatter_to(dest: Any, values: Any, n: int) -> Any:
     partition in O(n), where sorting by the destination compares every pair (rank sort) or
     makes a radix sort's passes (jnp.unique of 1000 integers: 4.1 ms with two sorts)."""
     dtype = get_aval(values).dtype
-    zeros = P.broadcast_in_dim_p.bind(typed_scalar(0, dtype), shape=(n,), broadcast_dimensions=())
+    zeros = lax.broadcast_in_dim(typed_scalar(0, dtype), shape=(n,), broadcast_dimensions=())
     numbers = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                           scatter_dims_to_operand_dims=(0,))
     return lax.scatter(zeros, lax.reshape(dest, (get_aval(dest).shape[0], 1)), values, numbers,
@@ -96,28 +96,28 @@ def _first_of_runs(is_new: Any) -> tuple[Any, Any]:
     """(each element's run number, where each run's first element goes when the runs' first
     elements are moved to the front in order: its run number; elsewhere n, out of range)."""
     n = get_aval(is_new).shape[0]
-    run_id = P.sub_p.bind(_cumsum_last(convert(is_new, _I32)), typed_scalar(1, _I32))
-    dest = P.select_p.bind(is_new, run_id, P.broadcast_in_dim_p.bind(
+    run_id = lax.sub(_cumsum_last(convert(is_new, _I32)), typed_scalar(1, _I32))
+    dest = lax.select(is_new, run_id, lax.broadcast_in_dim(
         typed_scalar(n, _I32), shape=(n,), broadcast_dimensions=()))
     return run_id, dest
 
 
 def _isnan(x: Any) -> Any:
-    return P.ne_p.bind(x, x)
+    return lax.ne(x, x)
 
 
 def _less(a: Any, b: Any) -> Any:
     """``a < b`` in the sort order (NaN after every number), elementwise with broadcasting."""
-    lt = P.lt_p.bind(a, b)
+    lt = lax.lt(a, b)
     if P.kind(get_aval(a).dtype) == "f":
-        lt = P.or_p.bind(lt, P.and_p.bind(P.not_p.bind(_isnan(a)), _isnan(b)))
+        lt = lax.bitwise_or(lt, lax.bitwise_and(lax.bitwise_not(_isnan(a)), _isnan(b)))
     return lt
 
 
 def _not_equal_sorted(a: Any, b: Any, equal_nan: bool) -> Any:
-    ne = P.ne_p.bind(a, b)
+    ne = lax.ne(a, b)
     if equal_nan and P.kind(get_aval(a).dtype) in "fc":
-        ne = P.and_p.bind(ne, P.not_p.bind(P.and_p.bind(_isnan(a), _isnan(b))))
+        ne = lax.bitwise_and(ne, lax.bitwise_not(lax.bitwise_and(_isnan(a), _isnan(b))))
     return ne
 
 
@@ -129,13 +129,13 @@ def _cumsum_last(x: Any) -> Any:
     zero = typed_scalar(0, get_aval(x).dtype)
     while shift < n:
         config = [(0, 0, 0)] * (len(shape) - 1) + [(shift, -shift, 0)]
-        x = P.add_p.bind(x, P.pad_p.bind(x, zero, padding_config=tuple(config)))
+        x = lax.add(x, lax.pad(x, zero, padding_config=tuple(config)))
         shift *= 2
     return x
 
 
 def _count(mask: Any, axes: tuple) -> Any:
-    return P.reduce_sum_p.bind(convert(mask, _I32), axes=axes)
+    return lax.reduce_sum(convert(mask, _I32), axes=axes)
 
 
 def _concrete_count(count: Any, name: str) -> int:
@@ -282,16 +282,16 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     flat_v = lax.reshape(v, (math.prod(v_shape),))
     m = get_aval(flat_v).shape[0]
     if n == 0 or m == 0:
-        return P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=v_shape,
-                                         broadcast_dimensions=())
+        return lax.broadcast_in_dim(typed_scalar(0, _I32), shape=v_shape,
+                                    broadcast_dimensions=())
 
     def count_before(block: Any, valid: Any = None) -> Any:
         k = get_aval(block).shape[0]
-        rows = P.broadcast_in_dim_p.bind(block, shape=(k, m), broadcast_dimensions=(0,))
-        cols = P.broadcast_in_dim_p.bind(flat_v, shape=(k, m), broadcast_dimensions=(1,))
-        before = _less(rows, cols) if side == "left" else P.not_p.bind(_less(cols, rows))
+        rows = lax.broadcast_in_dim(block, shape=(k, m), broadcast_dimensions=(0,))
+        cols = lax.broadcast_in_dim(flat_v, shape=(k, m), broadcast_dimensions=(1,))
+        before = _less(rows, cols) if side == "left" else lax.bitwise_not(_less(cols, rows))
         if valid is not None:
-            before = P.and_p.bind(before, P.broadcast_in_dim_p.bind(
+            before = lax.bitwise_and(before, lax.broadcast_in_dim(
                 valid, shape=(k, m), broadcast_dimensions=(0,)))
         return _count(before, (0,))
 
@@ -302,16 +302,16 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
         from ._indexing import take
         if sorter is not None:
             a = take(a, sorter)
-        lo = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(m,), broadcast_dimensions=())
-        hi = P.broadcast_in_dim_p.bind(typed_scalar(n, _I32), shape=(m,), broadcast_dimensions=())
+        lo = lax.broadcast_in_dim(typed_scalar(0, _I32), shape=(m,), broadcast_dimensions=())
+        hi = lax.broadcast_in_dim(typed_scalar(n, _I32), shape=(m,), broadcast_dimensions=())
         one = typed_scalar(1, _I32)
         for _ in range(n.bit_length()):
-            mid = P.shift_right_logical_p.bind(P.add_p.bind(lo, hi), one)
-            at = take(a, P.min_p.bind(mid, typed_scalar(n - 1, _I32)), mode="clip")
-            right = _less(at, flat_v) if side == "left" else P.not_p.bind(_less(flat_v, at))
-            right = P.and_p.bind(right, P.lt_p.bind(lo, hi))
-            lo = P.select_p.bind(right, P.add_p.bind(mid, one), lo)
-            hi = P.select_p.bind(right, hi, P.min_p.bind(mid, hi))
+            mid = lax.shift_right_logical(lax.add(lo, hi), one)
+            at = take(a, lax.min(mid, typed_scalar(n - 1, _I32)), mode="clip")
+            right = _less(at, flat_v) if side == "left" else lax.bitwise_not(_less(flat_v, at))
+            right = lax.bitwise_and(right, lax.lt(lo, hi))
+            lo = lax.select(right, lax.add(mid, one), lo)
+            hi = lax.select(right, hi, lax.min(mid, hi))
         return lax.reshape(lo, v_shape)
     if n * m <= _SEARCH_BLOCK_ELEMENTS:
         counts = count_before(a)
@@ -322,14 +322,14 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
         padded = _resize_last(a, blocks * block)
 
         def body(i: Any, total: Any) -> Any:
-            start = P.mul_p.bind(i, typed_scalar(block, _I32))
+            start = lax.mul(i, typed_scalar(block, _I32))
             part = lax.dynamic_slice(padded, (start,), (block,))
-            valid = P.lt_p.bind(P.add_p.bind(_iota((block,), 0), start),
-                                typed_scalar(n, _I32))
-            return P.add_p.bind(total, count_before(part, valid))
+            valid = lax.lt(lax.add(_iota((block,), 0), start),
+                           typed_scalar(n, _I32))
+            return lax.add(total, count_before(part, valid))
 
-        zero = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(m,),
-                                         broadcast_dimensions=())
+        zero = lax.broadcast_in_dim(typed_scalar(0, _I32), shape=(m,),
+                                    broadcast_dimensions=())
         counts = lax.fori_loop(0, blocks, body, zero)
     return lax.reshape(counts, v_shape)
 
@@ -371,8 +371,8 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
         keys = [lax.reshape(lax.slice(rows, (0, j), (n, j + 1)), (n,))
                 for j in range(math.prod(row_shape))]
         if not keys:  # rows of no elements are all equal
-            keys = [P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(n,),
-                                              broadcast_dimensions=())]
+            keys = [lax.broadcast_in_dim(typed_scalar(0, _I32), shape=(n,),
+                                         broadcast_dimensions=())]
     if n == 0 and size and fill_value is None:
         raise ValueError(f"jnp.unique: for zero-sized input with nonzero size argument, "
                          f"fill_value must be specified{_where(None)}")
@@ -384,11 +384,11 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
                                      equal_nan) for k in sorted_keys]
         changed = differs[0]
         for d in differs[1:]:
-            changed = P.or_p.bind(changed, d)
-        is_new = lax.concatenate([P.broadcast_in_dim_p.bind(True, shape=(1,),
-                                                           broadcast_dimensions=()), changed], 0)
+            changed = lax.bitwise_or(changed, d)
+        is_new = lax.concatenate([lax.broadcast_in_dim(True, shape=(1,),
+                                                       broadcast_dimensions=()), changed], 0)
     else:
-        is_new = P.broadcast_in_dim_p.bind(True, shape=(0,), broadcast_dimensions=())
+        is_new = lax.broadcast_in_dim(True, shape=(0,), broadcast_dimensions=())
     count = _count(is_new, (0,))
     # The first element of each run, in order, moved to the front.
     run_id, dest = _first_of_runs(is_new)
@@ -398,20 +398,20 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     counts = None
     if return_counts and n:
         # Each run's length: the next run's start (n after the last run) less its start.
-        following = P.pad_p.bind(starts, typed_scalar(n, _I32), padding_config=((-1, 1, 0),))
-        last = P.ge_p.bind(_iota((n,), 0), P.sub_p.bind(count, typed_scalar(1, _I32)))
-        following = P.select_p.bind(last, P.broadcast_in_dim_p.bind(
+        following = lax.pad(starts, typed_scalar(n, _I32), padding_config=((-1, 1, 0),))
+        last = lax.ge(_iota((n,), 0), lax.sub(count, typed_scalar(1, _I32)))
+        following = lax.select(last, lax.broadcast_in_dim(
             typed_scalar(n, _I32), shape=(n,), broadcast_dimensions=()), following)
-        counts = P.sub_p.bind(following, starts)
+        counts = lax.sub(following, starts)
 
     length = _concrete_count(count, "unique") if size is None else size
     unique_keys = [_resize_last(k, length) for k in unique_keys]
     first_index = _resize_last(first_index, length)
     slot = _iota((length,), 0)
-    valid = P.lt_p.bind(slot, count)
+    valid = lax.lt(slot, count)
 
     def fill(values: Any, filler: Any) -> Any:
-        return P.select_p.bind(valid, values, filler) if size is not None else values
+        return lax.select(valid, values, filler) if size is not None else values
 
     if fill_value is None:
         values = [fill(k, lax.broadcast_in_dim(lax.slice(k, (0,), (1,)), (length,), (0,)))
@@ -427,8 +427,8 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
         values = []
         for j, k in enumerate(unique_keys):
             f = lax.reshape(lax.slice(filler, (j,), (j + 1,)), ()) if row_shape else filler
-            values.append(fill(k, P.broadcast_in_dim_p.bind(f, shape=(length,),
-                                                            broadcast_dimensions=())))
+            values.append(fill(k, lax.broadcast_in_dim(f, shape=(length,),
+                                                       broadcast_dimensions=())))
     if axis_ is None:
         result = values[0]
     else:
@@ -449,8 +449,8 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
             inverse = lax.reshape(inverse, aval.shape)
         outputs.append(inverse)
     if return_counts:
-        zeros = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(length,),
-                                          broadcast_dimensions=())
+        zeros = lax.broadcast_in_dim(typed_scalar(0, _I32), shape=(length,),
+                                     broadcast_dimensions=())
         outputs.append(zeros if counts is None else fill(_resize_last(counts, length), zeros))
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
@@ -465,9 +465,9 @@ def _nonzero_flat(a: Any, size: Optional[int], name: str) -> tuple[Any, Any, int
     if aval.dtype == _BOOL:
         mask = flat
     else:
-        mask = P.ne_p.bind(flat, typed_scalar(0, aval.dtype))
+        mask = lax.ne(flat, typed_scalar(0, aval.dtype))
     count = _count(mask, (0,))
-    positions = _sort([P.not_p.bind(mask), _iota((n,), 0)], 0)[1]
+    positions = _sort([lax.bitwise_not(mask), _iota((n,), 0)], 0)[1]
     length = _concrete_count(count, name) if size is None else size
     return _resize_last(positions, length), count, length
 
@@ -489,21 +489,21 @@ def _fill_values(fill_value: Any, ndim: int, name: str) -> list:
 def _unravel(flat_indices: Any, shape: tuple, count: Any, size: Optional[int], fills: list
              ) -> list:
     length = get_aval(flat_indices).shape[0]
-    valid = P.lt_p.bind(_iota((length,), 0), count)
+    valid = lax.lt(_iota((length,), 0), count)
     out = []
     for d, dim in enumerate(shape):
         stride = math.prod(shape[d + 1:])
         index = flat_indices
         if stride > 1:
-            index = P.div_p.bind(index, typed_scalar(stride, _I32))
+            index = lax.div(index, typed_scalar(stride, _I32))
         if d > 0 and dim > 1:
-            index = P.rem_p.bind(index, typed_scalar(dim, _I32))
+            index = lax.rem(index, typed_scalar(dim, _I32))
         elif d > 0 and dim <= 1:
-            index = P.mul_p.bind(index, typed_scalar(0, _I32))
+            index = lax.mul(index, typed_scalar(0, _I32))
         if size is not None:
-            filler = P.broadcast_in_dim_p.bind(convert(_array("nonzero", fills[d]), _I32),
-                                               shape=(length,), broadcast_dimensions=())
-            index = P.select_p.bind(valid, index, filler)
+            filler = lax.broadcast_in_dim(convert(_array("nonzero", fills[d]), _I32),
+                                          shape=(length,), broadcast_dimensions=())
+            index = lax.select(valid, index, filler)
         out.append(index)
     return out
 
@@ -554,8 +554,8 @@ def argwhere(a: Any, *, size: Optional[int] = None, fill_value: Any = None) -> A
     fills = _fill_values(fill_value, builtins.max(len(shape), 1), "argwhere")
     flat, count, length = _nonzero_flat(a, size, "argwhere")
     if not shape:
-        return P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(length, 0),
-                                         broadcast_dimensions=())
+        return lax.broadcast_in_dim(typed_scalar(0, _I32), shape=(length, 0),
+                                    broadcast_dimensions=())
     columns = _unravel(flat, shape, count, size, fills)
     return lax.concatenate([lax.reshape(c, (length, 1)) for c in columns], 1)
 
@@ -569,11 +569,11 @@ def _take_last(x: Any, index: Any) -> Any:
     """``x[..., index]`` per element, ``index`` (int32) of ``x``'s shape less the last axis, by
     a one-hot selection (no gather): ``select`` keeps gradients exact and NaN-safe."""
     shape = get_aval(x).shape
-    hit = P.eq_p.bind(_iota(shape, len(shape) - 1),
-                      P.broadcast_in_dim_p.bind(index, shape=shape,
-                                                broadcast_dimensions=tuple(range(len(shape) - 1))))
+    hit = lax.eq(_iota(shape, len(shape) - 1),
+                 lax.broadcast_in_dim(index, shape=shape,
+                                      broadcast_dimensions=tuple(range(len(shape) - 1))))
     zero = typed_scalar(0, get_aval(x).dtype)
-    return P.reduce_sum_p.bind(P.select_p.bind(hit, x, zero), axes=(len(shape) - 1,))
+    return lax.reduce_sum(lax.select(hit, x, zero), axes=(len(shape) - 1,))
 
 
 def _quantile(name: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
@@ -601,7 +601,7 @@ def _quantile(name: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
     a = convert(a, dtype)  # strongly typed, as in JAX
     q = convert(_array(name, q), dtype)
     if scale != 1.0:
-        q = P.div_p.bind(q, typed_scalar(scale, dtype))
+        q = lax.div(q, typed_scalar(scale, dtype))
     aval = get_aval(a)
     axes = canonical_axes(axis, aval.ndim)
     kept = tuple(d for d in range(aval.ndim) if d not in axes)
@@ -611,8 +611,8 @@ def _quantile(name: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
     q_shape = get_aval(q).shape
     out_shape = q_shape + kept_shape
     if n == 0:
-        result = P.broadcast_in_dim_p.bind(typed_scalar(np.nan, dtype), shape=out_shape,
-                                           broadcast_dimensions=())
+        result = lax.broadcast_in_dim(typed_scalar(np.nan, dtype), shape=out_shape,
+                                      broadcast_dimensions=())
     else:
         result = _quantile_rows(x, q, n, method, ignore_nan, dtype)
     if keepdims:
@@ -630,57 +630,57 @@ def _quantile_rows(x: Any, q: Any, n: int, method: str, ignore_nan: bool, dtype:
     out_shape = q_shape + rows_shape
     nq, nr = len(q_shape), len(rows_shape)
     sorted_x = _sort([x], len(rows_shape))[0]
-    nan_rows = P.reduce_or_p.bind(_isnan(x), axes=(nr,))
+    nan_rows = lax.reduce_or(_isnan(x), axes=(nr,))
     if ignore_nan:
-        valid = P.convert_element_type_p.bind(_count(P.not_p.bind(_isnan(x)), (nr,)),
+        valid = P.convert_element_type_p.bind(_count(lax.bitwise_not(_isnan(x)), (nr,)),
                                               new_dtype=dtype, weak_type=False)
-        last = P.broadcast_in_dim_p.bind(P.sub_p.bind(valid, typed_scalar(1, dtype)),
-                                         shape=out_shape,
-                                         broadcast_dimensions=tuple(range(nq, nq + nr)))
+        last = lax.broadcast_in_dim(lax.sub(valid, typed_scalar(1, dtype)),
+                                    shape=out_shape,
+                                    broadcast_dimensions=tuple(range(nq, nq + nr)))
     else:
-        last = P.broadcast_in_dim_p.bind(typed_scalar(n - 1, dtype), shape=out_shape,
-                                         broadcast_dimensions=())
-    q_full = P.broadcast_in_dim_p.bind(q, shape=out_shape, broadcast_dimensions=tuple(range(nq)))
-    position = P.max_p.bind(P.mul_p.bind(q_full, last), typed_scalar(0, dtype))
-    table = P.broadcast_in_dim_p.bind(sorted_x, shape=out_shape + (n,),
-                                      broadcast_dimensions=tuple(range(nq, nq + nr + 1)))
+        last = lax.broadcast_in_dim(typed_scalar(n - 1, dtype), shape=out_shape,
+                                    broadcast_dimensions=())
+    q_full = lax.broadcast_in_dim(q, shape=out_shape, broadcast_dimensions=tuple(range(nq)))
+    position = lax.max(lax.mul(q_full, last), typed_scalar(0, dtype))
+    table = lax.broadcast_in_dim(sorted_x, shape=out_shape + (n,),
+                                 broadcast_dimensions=tuple(range(nq, nq + nr + 1)))
 
     def at(pos: Any) -> Any:
         index = P.convert_element_type_p.bind(pos, new_dtype=_I32, weak_type=False)
-        index = P.min_p.bind(P.max_p.bind(index, typed_scalar(0, _I32)), typed_scalar(n - 1, _I32))
+        index = lax.min(lax.max(index, typed_scalar(0, _I32)), typed_scalar(n - 1, _I32))
         return _take_last(table, index)
 
-    below = P.floor_p.bind(position)
-    above = P.ceil_p.bind(position)
+    below = lax.floor(position)
+    above = lax.ceil(position)
     if method == "lower":
         result = at(below)
     elif method == "higher":
         result = at(above)
     elif method == "nearest":
-        result = at(P.round_p.bind(position, rounding_method=1))  # ties to even, as NumPy
+        result = at(lax.round(position, rounding_method=1))  # ties to even, as NumPy
     else:
         low, high = at(below), at(above)
         if method == "midpoint":
-            result = P.mul_p.bind(P.add_p.bind(low, high), typed_scalar(0.5, dtype))
+            result = lax.mul(lax.add(low, high), typed_scalar(0.5, dtype))
         else:
             # NumPy's interpolation: from the nearer end, so that t = 0 and t = 1 are exact.
-            t = P.sub_p.bind(position, below)
-            step = P.sub_p.bind(high, low)
-            from_low = P.add_p.bind(low, P.mul_p.bind(step, t))
-            from_high = P.sub_p.bind(high, P.mul_p.bind(step, P.sub_p.bind(
+            t = lax.sub(position, below)
+            step = lax.sub(high, low)
+            from_low = lax.add(low, lax.mul(step, t))
+            from_high = lax.sub(high, lax.mul(step, lax.sub(
                 typed_scalar(1, dtype), t)))
-            result = P.select_p.bind(P.ge_p.bind(t, typed_scalar(0.5, dtype)), from_high,
-                                     from_low)
+            result = lax.select(lax.ge(t, typed_scalar(0.5, dtype)), from_high,
+                                from_low)
     nan = typed_scalar(np.nan, dtype)
     if ignore_nan:
-        empty = P.broadcast_in_dim_p.bind(P.eq_p.bind(valid, typed_scalar(0, dtype)),
-                                          shape=out_shape,
-                                          broadcast_dimensions=tuple(range(nq, nq + nr)))
-        return P.select_p.bind(empty, P.broadcast_in_dim_p.bind(
+        empty = lax.broadcast_in_dim(lax.eq(valid, typed_scalar(0, dtype)),
+                                     shape=out_shape,
+                                     broadcast_dimensions=tuple(range(nq, nq + nr)))
+        return lax.select(empty, lax.broadcast_in_dim(
             nan, shape=out_shape, broadcast_dimensions=()), result)
-    poisoned = P.broadcast_in_dim_p.bind(nan_rows, shape=out_shape,
-                                         broadcast_dimensions=tuple(range(nq, nq + nr)))
-    return P.select_p.bind(poisoned, P.broadcast_in_dim_p.bind(
+    poisoned = lax.broadcast_in_dim(nan_rows, shape=out_shape,
+                                    broadcast_dimensions=tuple(range(nq, nq + nr)))
+    return lax.select(poisoned, lax.broadcast_in_dim(
         nan, shape=out_shape, broadcast_dimensions=()), result)
 
 
@@ -847,19 +847,19 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
     e, t = _ravel(e), _ravel(t)
     n, m = get_aval(e).shape[0], get_aval(t).shape[0]
     if m == 0 or n == 0:
-        found = P.broadcast_in_dim_p.bind(False, shape=(n,), broadcast_dimensions=())
+        found = lax.broadcast_in_dim(False, shape=(n,), broadcast_dimensions=())
     elif n * m <= _ISIN_DENSE_ELEMENTS:
-        rows = P.broadcast_in_dim_p.bind(e, shape=(n, m), broadcast_dimensions=(0,))
-        cols = P.broadcast_in_dim_p.bind(t, shape=(n, m), broadcast_dimensions=(1,))
-        found = P.reduce_or_p.bind(P.eq_p.bind(rows, cols), axes=(1,))
+        rows = lax.broadcast_in_dim(e, shape=(n, m), broadcast_dimensions=(0,))
+        cols = lax.broadcast_in_dim(t, shape=(n, m), broadcast_dimensions=(1,))
+        found = lax.reduce_or(lax.eq(rows, cols), axes=(1,))
     else:
         table = sort(t)
         pos = searchsorted(table, e)
-        pos = P.min_p.bind(pos, typed_scalar(m - 1, _I32))
+        pos = lax.min(pos, typed_scalar(m - 1, _I32))
         from ._indexing import take
-        found = P.eq_p.bind(take(table, pos, mode="clip"), e)
+        found = lax.eq(take(table, pos, mode="clip"), e)
     if invert:
-        found = P.not_p.bind(found)
+        found = lax.bitwise_not(found)
     return lax.reshape(found, shape)
 
 
@@ -876,20 +876,20 @@ def _compact_unique(name: str, values: Any, keep: Any, size: Optional[int], fill
             raise ValueError(f"jnp.{name}: for zero-sized input with nonzero size argument, "
                              f"fill_value must be specified{_where(None)}")
         filler = 0 if fill_value is None else fill_value
-        out = P.broadcast_in_dim_p.bind(convert(asarray(filler), get_aval(values).dtype),
-                                        shape=(length,), broadcast_dimensions=())
-        zero = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(length,),
-                                         broadcast_dimensions=())
+        out = lax.broadcast_in_dim(convert(asarray(filler), get_aval(values).dtype),
+                                   shape=(length,), broadcast_dimensions=())
+        zero = lax.broadcast_in_dim(typed_scalar(0, _I32), shape=(length,),
+                                    broadcast_dimensions=())
         return out, zero, typed_scalar(0, _I32), length
-    drop, sorted_values, sorted_positions = _sort([P.not_p.bind(keep), values, positions], 0,
+    drop, sorted_values, sorted_positions = _sort([lax.bitwise_not(keep), values, positions], 0,
                                                   num_keys=2)
-    kept = P.not_p.bind(drop)
+    kept = lax.bitwise_not(drop)
     if n > 1:
         differs = _not_equal_sorted(lax.slice(sorted_values, (1,), (n,)),
                                     lax.slice(sorted_values, (0,), (n - 1,)), True)
-        first = P.broadcast_in_dim_p.bind(True, shape=(1,), broadcast_dimensions=())
+        first = lax.broadcast_in_dim(True, shape=(1,), broadcast_dimensions=())
         differs = lax.concatenate([first, differs], 0)
-        is_new = P.and_p.bind(kept, differs)
+        is_new = lax.bitwise_and(kept, differs)
     else:
         is_new = kept
     count = _count(is_new, (0,))
@@ -898,17 +898,17 @@ def _compact_unique(name: str, values: Any, keep: Any, size: Optional[int], fill
     length = _concrete_count(count, name) if size is None else size
     result, first_pos = _resize_last(result, length), _resize_last(first_pos, length)
     if size is not None and length:
-        valid = P.lt_p.bind(_iota((length,), 0), count)
+        valid = lax.lt(_iota((length,), 0), count)
         if fill_value is None:
             filler = (lax.broadcast_in_dim(lax.slice(result, (0,), (1,)), (length,), (0,))
                       if default_fill == "first" else
-                      P.broadcast_in_dim_p.bind(typed_scalar(0, get_aval(result).dtype),
-                                                shape=(length,), broadcast_dimensions=()))
+                      lax.broadcast_in_dim(typed_scalar(0, get_aval(result).dtype),
+                                           shape=(length,), broadcast_dimensions=()))
         else:
-            filler = P.broadcast_in_dim_p.bind(
+            filler = lax.broadcast_in_dim(
                 convert(asarray(fill_value), get_aval(result).dtype), shape=(length,),
                 broadcast_dimensions=())
-        result = P.select_p.bind(valid, result, filler)
+        result = lax.select(valid, result, filler)
     return result, first_pos, count, length
 
 
@@ -930,7 +930,7 @@ def union1d(ar1: Any, ar2: Any, *, size: Optional[int] = None, fill_value: Any =
     """
     a, b = _flat_pair("union1d", ar1, ar2)
     both = lax.concatenate([a, b], 0)
-    keep = P.broadcast_in_dim_p.bind(True, shape=get_aval(both).shape, broadcast_dimensions=())
+    keep = lax.broadcast_in_dim(True, shape=get_aval(both).shape, broadcast_dimensions=())
     return _compact_unique("union1d", both, keep, _static_size(size, "union1d"), fill_value)[0]
 
 
@@ -984,22 +984,22 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
         return values
     n1, n2 = get_aval(a).shape[0], get_aval(b).shape[0]
     if length == 0 or n2 == 0:
-        empty = P.broadcast_in_dim_p.bind(typed_scalar(0, _I32), shape=(length,),
-                                          broadcast_dimensions=())
+        empty = lax.broadcast_in_dim(typed_scalar(0, _I32), shape=(length,),
+                                     broadcast_dimensions=())
         return values, empty, empty
     # First occurrence in ar2: the smallest position whose value matches.
-    rows = P.broadcast_in_dim_p.bind(values, shape=(length, n2), broadcast_dimensions=(0,))
-    cols = P.broadcast_in_dim_p.bind(b, shape=(length, n2), broadcast_dimensions=(1,))
-    pos = P.broadcast_in_dim_p.bind(_iota((n2,), 0), shape=(length, n2),
-                                    broadcast_dimensions=(1,))
-    big = P.broadcast_in_dim_p.bind(typed_scalar(n2, _I32), shape=(length, n2),
-                                    broadcast_dimensions=())
-    first_b = P.reduce_min_p.bind(P.select_p.bind(P.eq_p.bind(rows, cols), pos, big), axes=(1,))
+    rows = lax.broadcast_in_dim(values, shape=(length, n2), broadcast_dimensions=(0,))
+    cols = lax.broadcast_in_dim(b, shape=(length, n2), broadcast_dimensions=(1,))
+    pos = lax.broadcast_in_dim(_iota((n2,), 0), shape=(length, n2),
+                               broadcast_dimensions=(1,))
+    big = lax.broadcast_in_dim(typed_scalar(n2, _I32), shape=(length, n2),
+                               broadcast_dimensions=())
+    first_b = lax.reduce_min(lax.select(lax.eq(rows, cols), pos, big), axes=(1,))
     if size is not None:
-        valid = P.lt_p.bind(_iota((length,), 0), count)
-        first_a = P.select_p.bind(valid, first_a, P.broadcast_in_dim_p.bind(
+        valid = lax.lt(_iota((length,), 0), count)
+        first_a = lax.select(valid, first_a, lax.broadcast_in_dim(
             typed_scalar(n1, _I32), shape=(length,), broadcast_dimensions=()))
-        first_b = P.select_p.bind(valid, first_b, P.broadcast_in_dim_p.bind(
+        first_b = lax.select(valid, first_b, lax.broadcast_in_dim(
             typed_scalar(n2, _I32), shape=(length,), broadcast_dimensions=()))
     return values, first_a, first_b
 
