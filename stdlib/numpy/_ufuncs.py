@@ -187,7 +187,7 @@ def logical_not(x: Any) -> Any:
         jnp.logical_not(x > 0)
     """
     check_arraylike("logical_not", x)
-    return P.not_p.bind(convert(x, np.dtype(np.bool_)))
+    return lax.bitwise_not(convert(x, np.dtype(np.bool_)))
 
 
 def invert(x: Any) -> Any:
@@ -198,7 +198,7 @@ def invert(x: Any) -> Any:
         jnp.invert(jnp.array([0, 1], jnp.int8))   # [-1, -2]
     """
     check_arraylike("invert", x)
-    return P.not_p.bind(x)
+    return lax.bitwise_not(x)
 
 
 bitwise_not = invert
@@ -214,7 +214,7 @@ def negative(x: Any) -> Any:
     check_arraylike("negative", x)
     if get_aval(x).dtype == np.bool_:
         raise TypeError("negative (unary -) is not supported for booleans; use logical_not")
-    return P.neg_p.bind(x)
+    return lax.neg(x)
 
 
 def positive(x: Any) -> Any:
@@ -238,7 +238,7 @@ def absolute(x: Any) -> Any:
     check_arraylike("absolute", x)
     if get_aval(x).dtype.kind in "bu":
         return x
-    return P.abs_p.bind(x)
+    return lax.abs(x)
 
 
 abs = absolute
@@ -254,7 +254,7 @@ def sign(x: Any) -> Any:
     check_arraylike("sign", x)
     if get_aval(x).dtype == np.bool_:
         return x
-    return P.sign_p.bind(x)
+    return lax.sign(x)
 
 
 def square(x: Any) -> Any:
@@ -266,7 +266,7 @@ def square(x: Any) -> Any:
     """
     check_arraylike("square", x)
     (x,) = promote_dtypes_numeric(x)
-    return P.integer_pow_p.bind(x, y=2)
+    return lax.integer_pow(x, y=2)
 
 
 def reciprocal(x: Any) -> Any:
@@ -278,7 +278,7 @@ def reciprocal(x: Any) -> Any:
     """
     check_arraylike("reciprocal", x)
     (x,) = promote_dtypes_inexact(x)
-    return P.integer_pow_p.bind(x, y=-1)
+    return lax.integer_pow(x, y=-1)
 
 
 def rsqrt(x: Any) -> Any:
@@ -290,7 +290,7 @@ def rsqrt(x: Any) -> Any:
     """
     check_arraylike("rsqrt", x)
     (x,) = promote_dtypes_inexact(x)
-    return P.rsqrt_p.bind(x)
+    return lax.rsqrt(x)
 
 
 def power(x: Any, y: Any) -> Any:
@@ -306,13 +306,13 @@ def power(x: Any, y: Any) -> Any:
         (x,) = promote_dtypes_numeric(x) if get_aval(x).dtype == np.bool_ else (x,)
         if y < 0 and get_aval(x).dtype.kind in "iu":
             raise ValueError("Integers to negative integer powers are not allowed.")
-        return P.integer_pow_p.bind(x, y=y)
+        return lax.integer_pow(x, y=y)
     x, y = promote_dtypes_numeric(x, y)
     x, y = broadcast_operands(x, y, op="power")
     dtype = get_aval(x).dtype
     if dtype.kind in "iu":
         return _integer_power(x, y, dtype)
-    return P.pow_p.bind(x, y)
+    return lax.pow(x, y)
 
 
 def _integer_power(x: Any, y: Any, dtype: np.dtype) -> Any:
@@ -323,15 +323,15 @@ def _integer_power(x: Any, y: Any, dtype: np.dtype) -> Any:
     acc, base = one, x  # rank-0 operands broadcast inside the primitives
     for bit in range(bits - (1 if dtype.kind == "i" else 0)):
         mask = typed_scalar(1 << bit, dtype)
-        on = P.ne_p.bind(P.and_p.bind(y, mask), typed_scalar(0, dtype))
-        acc = P.select_p.bind(on, P.mul_p.bind(acc, base), acc)
-        base = P.mul_p.bind(base, base)
+        on = lax.ne(lax.bitwise_and(y, mask), typed_scalar(0, dtype))
+        acc = lax.select(on, lax.mul(acc, base), acc)
+        base = lax.mul(base, base)
     if dtype.kind == "i":
-        negative_exp = P.lt_p.bind(y, typed_scalar(0, dtype))
-        abs_x_is_one = P.eq_p.bind(P.abs_p.bind(x), one)
-        inverse = P.select_p.bind(abs_x_is_one, P.select_p.bind(
-            P.eq_p.bind(P.and_p.bind(y, one), one), x, one), typed_scalar(0, dtype))
-        acc = P.select_p.bind(negative_exp, inverse, acc)
+        negative_exp = lax.lt(y, typed_scalar(0, dtype))
+        abs_x_is_one = lax.eq(lax.abs(x), one)
+        inverse = lax.select(abs_x_is_one, lax.select(
+            lax.eq(lax.bitwise_and(y, one), one), x, one), typed_scalar(0, dtype))
+        acc = lax.select(negative_exp, inverse, acc)
     return acc
 
 
@@ -347,30 +347,30 @@ def floor_divide(x: Any, y: Any) -> Any:
     x, y = broadcast_operands(x, y, op="floor_divide")
     dtype = get_aval(x).dtype
     if dtype.kind == "u":
-        return P.div_p.bind(x, y)
+        return lax.div(x, y)
     if dtype.kind == "i":
-        q = P.div_p.bind(x, y)
-        r = P.rem_p.bind(x, y)
+        q = lax.div(x, y)
+        r = lax.rem(x, y)
         zero = typed_scalar(0, dtype)
-        signs_differ = P.ne_p.bind(P.lt_p.bind(x, zero), P.lt_p.bind(y, zero))
-        adjust = P.and_p.bind(signs_differ, P.ne_p.bind(r, zero))
-        return P.select_p.bind(adjust, P.sub_p.bind(q, typed_scalar(1, dtype)), q)
+        signs_differ = lax.ne(lax.lt(x, zero), lax.lt(y, zero))
+        adjust = lax.bitwise_and(signs_differ, lax.ne(r, zero))
+        return lax.select(adjust, lax.sub(q, typed_scalar(1, dtype)), q)
     # Dividing by zero gives what x / 0 gives (inf, -inf, nan), as NumPy and JAX do; the
     # remainder-based quotient would be nan.
-    by_zero = P.eq_p.bind(y, typed_scalar(0, dtype))
-    return P.select_p.bind(by_zero, P.div_p.bind(x, y), _float_divmod(x, y)[0])
+    by_zero = lax.eq(y, typed_scalar(0, dtype))
+    return lax.select(by_zero, lax.div(x, y), _float_divmod(x, y)[0])
 
 
 def _float_divmod(x: Any, y: Any) -> tuple:
     dtype = get_aval(x).dtype
     zero = typed_scalar(0, dtype)
-    mod = P.rem_p.bind(x, y)
-    div = P.div_p.bind(P.sub_p.bind(x, mod), y)
-    fix = P.and_p.bind(P.ne_p.bind(mod, zero),
-                       P.ne_p.bind(P.lt_p.bind(y, zero), P.lt_p.bind(mod, zero)))
-    mod = P.select_p.bind(fix, P.add_p.bind(mod, y), mod)
-    div = P.select_p.bind(fix, P.sub_p.bind(div, typed_scalar(1, dtype)), div)
-    return P.round_p.bind(div, rounding_method=1), mod
+    mod = lax.rem(x, y)
+    div = lax.div(lax.sub(x, mod), y)
+    fix = lax.bitwise_and(lax.ne(mod, zero),
+                          lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
+    mod = lax.select(fix, lax.add(mod, y), mod)
+    div = lax.select(fix, lax.sub(div, typed_scalar(1, dtype)), div)
+    return lax.round(div, rounding_method=1), mod
 
 
 def remainder(x: Any, y: Any) -> Any:
@@ -386,13 +386,13 @@ def remainder(x: Any, y: Any) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind == "f" or dtype == dtypes.bfloat16:
         return _float_divmod(x, y)[1]
-    r = P.rem_p.bind(x, y)
+    r = lax.rem(x, y)
     if dtype.kind == "u":
         return r
     zero = typed_scalar(0, dtype)
-    fix = P.and_p.bind(P.ne_p.bind(r, zero), P.ne_p.bind(P.lt_p.bind(r, zero),
-                                                         P.lt_p.bind(y, zero)))
-    return P.select_p.bind(fix, P.add_p.bind(r, y), r)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero),
+                                                  lax.lt(y, zero)))
+    return lax.select(fix, lax.add(r, y), r)
 
 
 mod = remainder
@@ -408,7 +408,7 @@ def fmod(x: Any, y: Any) -> Any:
     check_arraylike("fmod", x, y)
     x, y = promote_dtypes_numeric(x, y)
     x, y = broadcast_operands(x, y, op="fmod")
-    return P.rem_p.bind(x, y)
+    return lax.rem(x, y)
 
 
 def round(x: Any, decimals: int = 0) -> Any:
@@ -431,10 +431,10 @@ def round(x: Any, decimals: int = 0) -> Any:
         factor = typed_scalar(10 ** (-decimals), dtype, weak_type=True)
         return multiply(convert(round(true_divide(x, factor)), dtype), factor)
     if decimals == 0:
-        return P.round_p.bind(x, rounding_method=1)
+        return lax.round(x, rounding_method=1)
     factor = typed_scalar(10.0 ** decimals, dtype, weak_type=True)
-    scaled = P.round_p.bind(P.mul_p.bind(x, factor), rounding_method=1)
-    return P.div_p.bind(scaled, factor)
+    scaled = lax.round(lax.mul(x, factor), rounding_method=1)
+    return lax.div(scaled, factor)
 
 
 around = round
@@ -449,7 +449,7 @@ def rint(x: Any) -> Any:
     """
     check_arraylike("rint", x)
     (x,) = promote_dtypes_inexact(x)
-    return P.round_p.bind(x, rounding_method=1)
+    return lax.round(x, rounding_method=1)
 
 
 def trunc(x: Any) -> Any:
@@ -463,7 +463,7 @@ def trunc(x: Any) -> Any:
     if get_aval(x).dtype.kind in "biu":
         return x
     zero = typed_scalar(0, get_aval(x).dtype)
-    return P.select_p.bind(P.lt_p.bind(x, zero), P.ceil_p.bind(x), P.floor_p.bind(x))
+    return lax.select(lax.lt(x, zero), lax.ceil(x), lax.floor(x))
 
 
 def isfinite(x: Any) -> Any:
@@ -477,7 +477,7 @@ def isfinite(x: Any) -> Any:
     aval = get_aval(x)
     if aval.dtype.kind in "biu":
         return lax.full(aval.shape, True, np.bool_)
-    return P.is_finite_p.bind(x)
+    return lax.is_finite(x)
 
 
 def isnan(x: Any) -> Any:
@@ -491,7 +491,7 @@ def isnan(x: Any) -> Any:
     aval = get_aval(x)
     if aval.dtype.kind in "biu":
         return lax.full(aval.shape, False, np.bool_)
-    return P.ne_p.bind(x, x)
+    return lax.ne(x, x)
 
 
 def isinf(x: Any) -> Any:
@@ -506,7 +506,7 @@ def isinf(x: Any) -> Any:
     if aval.dtype.kind in "biu":
         return lax.full(aval.shape, False, np.bool_)
     inf = typed_scalar(np.inf, aval.dtype)
-    return P.eq_p.bind(P.abs_p.bind(x), inf)
+    return lax.eq(lax.abs(x), inf)
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
@@ -523,7 +523,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     condition = convert(condition, np.dtype(np.bool_))
     x, y = promote_dtypes(x, y)
     condition, x, y = broadcast_operands(condition, x, y, error=ValueError)
-    return P.select_p.bind(condition, x, y)
+    return lax.select(condition, x, y)
 
 
 def clip(a: Any, min: Any = None, max: Any = None, **legacy: Any) -> Any:
@@ -554,7 +554,7 @@ def logistic(x: Any) -> Any:
     """
     check_arraylike("logistic", x)
     (x,) = promote_dtypes_inexact(x)
-    return P.logistic_p.bind(x)
+    return lax.logistic(x)
 
 
 def erf(x: Any) -> Any:
@@ -566,7 +566,7 @@ def erf(x: Any) -> Any:
     """
     check_arraylike("erf", x)
     (x,) = promote_dtypes_inexact(x)
-    return P.erf_p.bind(x)
+    return lax.erf(x)
 
 
 # -- more elementwise math (inverse trigonometric, hyperbolic, exponentials, float bits) -------
@@ -629,7 +629,7 @@ def _scaled_log(name: str, log_base: float, example: str) -> Callable:
         check_arraylike(name, x)
         (x,) = promote_dtypes_inexact(x)
         # Dividing by the rounded log(base) makes exact powers of the base come out exact.
-        return P.div_p.bind(P.log_p.bind(x), typed_scalar(log_base, get_aval(x).dtype))
+        return lax.div(lax.log(x), typed_scalar(log_base, get_aval(x).dtype))
     fn.__name__ = name
     return _doc(fn, f"Base-{name[3:]} logarithm, elementwise.", example)
 
@@ -642,7 +642,7 @@ def _scaled(name: str, factor: float, summary: str, example: str) -> Callable:
     def fn(x: Any) -> Any:
         check_arraylike(name, x)
         (x,) = promote_dtypes_inexact(x)
-        return P.mul_p.bind(x, typed_scalar(factor, get_aval(x).dtype))
+        return lax.mul(x, typed_scalar(factor, get_aval(x).dtype))
     fn.__name__ = name
     return _doc(fn, summary, example)
 
@@ -670,7 +670,7 @@ def signbit(x: Any) -> Any:
     if dtype == np.bool_ or dtype.kind == "u":
         return _full_bool(x, False)
     if dtype.kind == "i":
-        return P.lt_p.bind(x, typed_scalar(0, dtype))
+        return lax.lt(x, typed_scalar(0, dtype))
     if dtype.kind == "c":
         raise TypeError(f"jnp.signbit does not support complex inputs{_where_loc()}")
     from pyree._lax_special import sign_bit
@@ -686,8 +686,8 @@ def copysign(x1: Any, x2: Any) -> Any:
     """
     x1, x2 = _real_inexact("copysign", x1, x2)
     from pyree._lax_special import sign_bit
-    magnitude = P.abs_p.bind(x1)
-    return P.select_p.bind(sign_bit(x2), P.neg_p.bind(magnitude), magnitude)
+    magnitude = lax.abs(x1)
+    return lax.select(sign_bit(x2), lax.neg(magnitude), magnitude)
 
 
 def fabs(x: Any) -> Any:
@@ -698,7 +698,7 @@ def fabs(x: Any) -> Any:
         jnp.fabs(jnp.array([-2, 3]))   # [2., 3.]
     """
     (x,) = _real_inexact("fabs", x)
-    return P.abs_p.bind(x)
+    return lax.abs(x)
 
 
 def float_power(x: Any, y: Any) -> Any:
@@ -711,7 +711,7 @@ def float_power(x: Any, y: Any) -> Any:
     check_arraylike("float_power", x, y)
     x, y = promote_dtypes_inexact(x, y)
     x, y = broadcast_operands(x, y, op="float_power")
-    return P.pow_p.bind(x, y)
+    return lax.pow(x, y)
 
 
 def hypot(x1: Any, x2: Any) -> Any:
@@ -722,18 +722,18 @@ def hypot(x1: Any, x2: Any) -> Any:
         jnp.hypot(jnp.array([3.0, 3e30]), jnp.array([4.0, 4e30]))   # [5., 5e30]
     """
     x1, x2 = _real_inexact("hypot", x1, x2)
-    a, b = P.abs_p.bind(x1), P.abs_p.bind(x2)
-    big, small = P.max_p.bind(a, b), P.min_p.bind(a, b)
+    a, b = lax.abs(x1), lax.abs(x2)
+    big, small = lax.max(a, b), lax.min(a, b)
     dtype = get_aval(big).dtype
     zero, one = typed_scalar(0, dtype), typed_scalar(1, dtype)
     # big * sqrt(1 + (small/big)**2); big == 0 gives 0 (a safe divisor keeps gradients finite).
-    safe_big = P.select_p.bind(P.eq_p.bind(big, zero), _ones_like(big), big)
-    ratio = P.div_p.bind(small, safe_big)
-    result = P.mul_p.bind(big, P.sqrt_p.bind(P.add_p.bind(one, P.mul_p.bind(ratio, ratio))))
+    safe_big = lax.select(lax.eq(big, zero), _ones_like(big), big)
+    ratio = lax.div(small, safe_big)
+    result = lax.mul(big, lax.sqrt(lax.add(one, lax.mul(ratio, ratio))))
     inf = typed_scalar(np.inf, dtype)
     # An infinite operand gives inf, even with a NaN one (C99).
-    return P.select_p.bind(P.or_p.bind(P.eq_p.bind(a, inf), P.eq_p.bind(b, inf)),
-                           _full_like(result, np.inf), result)
+    return lax.select(lax.bitwise_or(lax.eq(a, inf), lax.eq(b, inf)),
+                      _full_like(result, np.inf), result)
 
 
 def _ones_like(x: Any) -> Any:
@@ -769,18 +769,18 @@ def logaddexp2(x1: Any, x2: Any) -> Any:
 
 def _logaddexp_base(x1: Any, x2: Any, exp_fn: Callable, log_base: Optional[float]) -> Any:
     dtype = get_aval(x1).dtype
-    biggest = P.max_p.bind(x1, x2)
-    delta = P.sub_p.bind(x1, x2)
+    biggest = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
     # delta is NaN for two infinities of one sign (and for NaNs): then x1 + x2 is right.
-    nan_delta = P.ne_p.bind(delta, delta)
-    safe_delta = P.select_p.bind(nan_delta, _full_like(delta, 0), delta)
+    nan_delta = lax.ne(delta, delta)
+    safe_delta = lax.select(nan_delta, _full_like(delta, 0), delta)
     # |delta| as delta * sign(delta): its slope at a tie is 0, so that with max's even split
     # both slopes are 1/2 there, as JAX's (abs's slope at 0 is 1).
-    magnitude = P.mul_p.bind(safe_delta, P.sign_p.bind(safe_delta))
-    correction = P.log1p_p.bind(exp_fn(P.neg_p.bind(magnitude)))
+    magnitude = lax.mul(safe_delta, lax.sign(safe_delta))
+    correction = lax.log1p(exp_fn(lax.neg(magnitude)))
     if log_base is not None:  # divided, so that logaddexp2(x, x) is exactly x + 1
-        correction = P.div_p.bind(correction, typed_scalar(log_base, dtype))
-    return P.select_p.bind(nan_delta, P.add_p.bind(x1, x2), P.add_p.bind(biggest, correction))
+        correction = lax.div(correction, typed_scalar(log_base, dtype))
+    return lax.select(nan_delta, lax.add(x1, x2), lax.add(biggest, correction))
 
 
 # Maclaurin series of sinc to degree 8: used at x == 0 so that derivatives of every order up
@@ -798,15 +798,15 @@ def sinc(x: Any) -> Any:
     """
     (x,) = _real_inexact("sinc", x)
     dtype = get_aval(x).dtype
-    is_zero = P.eq_p.bind(x, typed_scalar(0, dtype))
-    safe = P.select_p.bind(is_zero, _ones_like(x), x)
-    pi_x = P.mul_p.bind(safe, typed_scalar(np.pi, dtype))
-    ratio = P.div_p.bind(P.sin_p.bind(pi_x), pi_x)
-    x2 = P.mul_p.bind(x, x)
+    is_zero = lax.eq(x, typed_scalar(0, dtype))
+    safe = lax.select(is_zero, _ones_like(x), x)
+    pi_x = lax.mul(safe, typed_scalar(np.pi, dtype))
+    ratio = lax.div(lax.sin(pi_x), pi_x)
+    x2 = lax.mul(x, x)
     series = typed_scalar(_SINC_SERIES[-1], dtype)
     for c in reversed(_SINC_SERIES[:-1]):
-        series = P.add_p.bind(P.mul_p.bind(series, x2), typed_scalar(c, dtype))
-    return P.select_p.bind(is_zero, series, ratio)
+        series = lax.add(lax.mul(series, x2), typed_scalar(c, dtype))
+    return lax.select(is_zero, series, ratio)
 
 
 def heaviside(x1: Any, x2: Any) -> Any:
@@ -819,10 +819,10 @@ def heaviside(x1: Any, x2: Any) -> Any:
     x1, x2 = _real_inexact("heaviside", x1, x2)
     dtype = get_aval(x1).dtype
     zero = typed_scalar(0, dtype)
-    step = P.select_p.bind(P.gt_p.bind(x1, zero), _ones_like(x1), _full_like(x1, 0))
+    step = lax.select(lax.gt(x1, zero), _ones_like(x1), _full_like(x1, 0))
     # Operands are of one shape or rank 0 (which select broadcasts).
-    step = P.select_p.bind(P.eq_p.bind(x1, zero), x2, step)
-    return P.select_p.bind(P.ne_p.bind(x1, x1), x1, step)
+    step = lax.select(lax.eq(x1, zero), x2, step)
+    return lax.select(lax.ne(x1, x1), x1, step)
 
 
 def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
@@ -847,10 +847,10 @@ def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
     info = dtypes.finfo(dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    out = P.select_p.bind(P.ne_p.bind(x, x), _full_like(x, nan), x)
-    out = P.select_p.bind(P.eq_p.bind(x, typed_scalar(np.inf, dtype)), _full_like(x, posinf), out)
-    return P.select_p.bind(P.eq_p.bind(x, typed_scalar(-np.inf, dtype)), _full_like(x, neginf),
-                           out)
+    out = lax.select(lax.ne(x, x), _full_like(x, nan), x)
+    out = lax.select(lax.eq(x, typed_scalar(np.inf, dtype)), _full_like(x, posinf), out)
+    return lax.select(lax.eq(x, typed_scalar(-np.inf, dtype)), _full_like(x, neginf),
+                      out)
 
 
 def fmax(x1: Any, x2: Any) -> Any:
@@ -880,8 +880,8 @@ def _nan_ignoring(name: str, prim, x1: Any, x2: Any) -> Any:
     result = prim.bind(x1, x2)
     if get_aval(x1).dtype.kind in "biu":
         return result
-    result = P.select_p.bind(P.ne_p.bind(x1, x1), _as_shape(x2, result), result)
-    return P.select_p.bind(P.ne_p.bind(x2, x2), _as_shape(x1, result), result)
+    result = lax.select(lax.ne(x1, x1), _as_shape(x2, result), result)
+    return lax.select(lax.ne(x2, x2), _as_shape(x1, result), result)
 
 
 def _as_shape(x: Any, like: Any) -> Any:
@@ -910,9 +910,9 @@ def ldexp(x1: Any, x2: Any) -> Any:
     result = scale_by_power_of_two(x1, n)
     # 0, inf and NaN keep their value (inf * 2**-k would still be inf, 0 * 2**k 0: these just
     # avoid inf * 0 when a factor underflows).
-    special = P.or_p.bind(P.eq_p.bind(x1, typed_scalar(0, dtype)),
-                          P.not_p.bind(P.is_finite_p.bind(x1)))
-    return P.select_p.bind(special, _as_shape(x1, result), result)
+    special = lax.bitwise_or(lax.eq(x1, typed_scalar(0, dtype)),
+                             lax.bitwise_not(lax.is_finite(x1)))
+    return lax.select(special, _as_shape(x1, result), result)
 
 
 def frexp(x: Any) -> tuple:
@@ -932,16 +932,16 @@ def frexp(x: Any) -> tuple:
     bits = bitcast_convert_type(x, int_dtype)
     exp_mask = typed_scalar(((1 << (8 * dtype.itemsize - 1 - mant_bits)) - 1) << mant_bits,
                             int_dtype)
-    biased = P.shift_right_logical_p.bind(P.and_p.bind(bits, exp_mask),
-                                          typed_scalar(mant_bits, int_dtype))
-    exponent = P.sub_p.bind(biased, typed_scalar(bias - 1, int_dtype))
-    mantissa_bits = P.or_p.bind(P.and_p.bind(bits, P.not_p.bind(exp_mask)),
-                                typed_scalar((bias - 1) << mant_bits, int_dtype))
+    biased = lax.shift_right_logical(lax.bitwise_and(bits, exp_mask),
+                                     typed_scalar(mant_bits, int_dtype))
+    exponent = lax.sub(biased, typed_scalar(bias - 1, int_dtype))
+    mantissa_bits = lax.bitwise_or(lax.bitwise_and(bits, lax.bitwise_not(exp_mask)),
+                                   typed_scalar((bias - 1) << mant_bits, int_dtype))
     mantissa = bitcast_convert_type(mantissa_bits, dtype)
-    special = P.or_p.bind(P.eq_p.bind(biased, typed_scalar(0, int_dtype)),
-                          P.not_p.bind(P.is_finite_p.bind(x)))
-    mantissa = P.select_p.bind(special, x, mantissa)
-    exponent = P.select_p.bind(special, _full_like(exponent, 0), exponent)
+    special = lax.bitwise_or(lax.eq(biased, typed_scalar(0, int_dtype)),
+                             lax.bitwise_not(lax.is_finite(x)))
+    mantissa = lax.select(special, x, mantissa)
+    exponent = lax.select(special, _full_like(exponent, 0), exponent)
     return mantissa, convert(exponent, np.dtype(np.int32))
 
 
@@ -955,8 +955,8 @@ def modf(x: Any) -> tuple:
     (x,) = _real_inexact("modf", x)
     whole = trunc(x)
     # The fraction has x's sign (-1.0 gives -0.0); for +-inf it is a zero (inf - inf is NaN).
-    infinite = P.eq_p.bind(P.abs_p.bind(x), typed_scalar(np.inf, get_aval(x).dtype))
-    frac = P.select_p.bind(infinite, _full_like(x, 0), P.sub_p.bind(x, whole))
+    infinite = lax.eq(lax.abs(x), typed_scalar(np.inf, get_aval(x).dtype))
+    frac = lax.select(infinite, _full_like(x, 0), lax.sub(x, whole))
     return copysign(frac, x), whole
 
 
@@ -979,9 +979,9 @@ def spacing(x: Any) -> Any:
     """
     (x,) = _real_inexact("spacing", x)
     # (x < 0, not x's sign bit: NumPy's spacing(-0.0) is the smallest positive subnormal)
-    away = P.select_p.bind(P.lt_p.bind(x, _full_like(x, 0)), _full_like(x, -np.inf),
-                           _full_like(x, np.inf))
-    return P.sub_p.bind(lax.nextafter(x, away), x)
+    away = lax.select(lax.lt(x, _full_like(x, 0)), _full_like(x, -np.inf),
+                      _full_like(x, np.inf))
+    return lax.sub(lax.nextafter(x, away), x)
 
 
 def nextafter(x1: Any, x2: Any) -> Any:
@@ -1022,7 +1022,7 @@ def _is_inf_of_sign(name: str, x: Any, inf: float) -> Any:
         return _full_bool(x, False)
     if dtype.kind == "c":
         raise TypeError(f"jnp.{name} does not support complex inputs{_where_loc()}")
-    return P.eq_p.bind(x, typed_scalar(inf, dtype))
+    return lax.eq(x, typed_scalar(inf, dtype))
 
 
 # -- integers ------------------------------------------------------------------------------------
@@ -1051,14 +1051,14 @@ def _gcd(x1: Any, x2: Any) -> Any:
     dtype = get_aval(x1).dtype
     zero = typed_scalar(0, dtype)
     a, b = absolute(x1), absolute(x2)
-    a, b = _as_shape(a, P.add_p.bind(a, b)), _as_shape(b, P.add_p.bind(a, b))
+    a, b = _as_shape(a, lax.add(a, b)), _as_shape(b, lax.add(a, b))
     # Euclid's algorithm takes at most ~1.44 log2(max) + 2 steps (consecutive Fibonacci
     # numbers are the worst case): unrolled, each step is a remainder and two selects.
     steps = int(1.45 * 8 * dtype.itemsize) + 2
     for _ in range(steps):
-        nonzero = P.ne_p.bind(b, zero)
-        a, b = (P.select_p.bind(nonzero, b, a),
-                P.select_p.bind(nonzero, P.rem_p.bind(a, b), b))
+        nonzero = lax.ne(b, zero)
+        a, b = (lax.select(nonzero, b, a),
+                lax.select(nonzero, lax.rem(a, b), b))
     return a
 
 
@@ -1073,10 +1073,10 @@ def lcm(x1: Any, x2: Any) -> Any:
     dtype = get_aval(x1).dtype
     g = _gcd(x1, x2)
     zero = typed_scalar(0, dtype)
-    is_zero = P.eq_p.bind(g, zero)
-    safe_g = P.select_p.bind(is_zero, _ones_like(g), g)
-    result = absolute(P.mul_p.bind(P.div_p.bind(absolute(x1), safe_g), absolute(x2)))
-    return P.select_p.bind(is_zero, _full_like(result, 0), result)
+    is_zero = lax.eq(g, zero)
+    safe_g = lax.select(is_zero, _ones_like(g), g)
+    result = absolute(lax.mul(lax.div(absolute(x1), safe_g), absolute(x2)))
+    return lax.select(is_zero, _full_like(result, 0), result)
 
 
 # -- comparisons of whole arrays -----------------------------------------------------------------
@@ -1096,24 +1096,23 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
     a, b = broadcast_operands(a, b)
     dtype = get_aval(a).dtype
     if dtype.kind in "biu":
-        return P.eq_p.bind(a, b)
-    diff = P.abs_p.bind(P.sub_p.bind(a, b))  # real for complex operands
+        return lax.eq(a, b)
+    diff = lax.abs(lax.sub(a, b))  # real for complex operands
     real_dtype = get_aval(diff).dtype
     rtol_s, atol_s = typed_scalar(rtol, real_dtype), typed_scalar(atol, real_dtype)
-    bound = P.add_p.bind(atol_s, P.mul_p.bind(rtol_s, P.abs_p.bind(b)))
-    close = P.le_p.bind(diff, bound)
+    bound = lax.add(atol_s, lax.mul(rtol_s, lax.abs(b)))
+    close = lax.le(diff, bound)
 
     def finite(z):
         if dtype.kind != "c":
-            return P.is_finite_p.bind(z)
-        from pyree import lax
-        return P.and_p.bind(P.is_finite_p.bind(lax.real(z)), P.is_finite_p.bind(lax.imag(z)))
+            return lax.is_finite(z)
+        return lax.bitwise_and(lax.is_finite(lax.real(z)), lax.is_finite(lax.imag(z)))
 
     # Non-finite values are close only when equal (inf - inf would be NaN).
-    close = P.select_p.bind(P.and_p.bind(finite(a), finite(b)), close, P.eq_p.bind(a, b))
+    close = lax.select(lax.bitwise_and(finite(a), finite(b)), close, lax.eq(a, b))
     if equal_nan:
-        both_nan = P.and_p.bind(P.ne_p.bind(a, a), P.ne_p.bind(b, b))
-        close = P.or_p.bind(close, both_nan)
+        both_nan = lax.bitwise_and(lax.ne(a, a), lax.ne(b, b))
+        close = lax.bitwise_or(close, both_nan)
     return close
 
 
@@ -1146,9 +1145,9 @@ def _all_equal(a1: Any, a2: Any, equal_nan: bool) -> Any:
     from ._reductions import all as all_
     a1, a2 = promote_dtypes(a1, a2)
     a1, a2 = broadcast_operands(a1, a2)
-    eq = P.eq_p.bind(a1, a2)
+    eq = lax.eq(a1, a2)
     if equal_nan and get_aval(a1).dtype.kind not in "biu":
-        eq = P.or_p.bind(eq, P.and_p.bind(P.ne_p.bind(a1, a1), P.ne_p.bind(a2, a2)))
+        eq = lax.bitwise_or(eq, lax.bitwise_and(lax.ne(a1, a1), lax.ne(a2, a2)))
     return all_(eq)
 
 
@@ -1220,7 +1219,7 @@ def angle(z: Any, deg: bool = False) -> Any:
     else:
         (re,) = promote_dtypes_inexact(z)
         im = _full_like(re, 0)
-    result = P.atan2_p.bind(im, re)
+    result = lax.atan2(im, re)
     return rad2deg(result) if deg else result
 
 
@@ -1235,7 +1234,7 @@ def isreal(x: Any) -> Any:
     if get_aval(x).dtype.kind != "c":
         return _full_bool(x, True)
     im = lax.imag(x)
-    return P.eq_p.bind(im, typed_scalar(0, get_aval(im).dtype))
+    return lax.eq(im, typed_scalar(0, get_aval(im).dtype))
 
 
 def iscomplex(x: Any) -> Any:
@@ -1249,7 +1248,7 @@ def iscomplex(x: Any) -> Any:
     if get_aval(x).dtype.kind != "c":
         return _full_bool(x, False)
     im = lax.imag(x)
-    return P.ne_p.bind(im, typed_scalar(0, get_aval(im).dtype))
+    return lax.ne(im, typed_scalar(0, get_aval(im).dtype))
 
 
 bitwise_invert = invert
@@ -1274,7 +1273,7 @@ def bitwise_count(x: Any, /) -> Any:
     if kind == "b":
         return convert(x, np.dtype(np.uint8))
     if kind == "i":
-        x = P.abs_p.bind(x)
+        x = lax.abs(x)
     return convert(lax.population_count(x), np.dtype(np.uint8))
 
 
