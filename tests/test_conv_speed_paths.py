@@ -1,7 +1,8 @@
 """The CPU lowering's fast forms of a convolution (transpiler/windows.py): a convolution whose
-result is not channels-last runs as a channels-last one between transposes, and one whose
-reduction is longer than its result has rows (a kernel gradient) is marked for data tiling.
-Both change only the form IREE compiles: every layout, stride, padding, dilation and group
+result is not channels-last runs as a channels-last one between transposes; one with few
+output positions and a large window (a kernel gradient) as one product per output position;
+one whose reduction is longer than its result has rows otherwise is marked for data tiling.
+They change only the form IREE compiles: every layout, stride, padding, dilation and group
 setting, and the gradients, must give the values of a float64 NumPy reference.
 """
 import numpy as np
@@ -96,8 +97,8 @@ def _grads_ref(x, w, ct, strides, pads, rhs_dil):
     (("NCHW", "HWIO", "NHWC"), (1, 2), (2, 1)),
 ])
 def test_gradients_against_reference(layouts, strides, rhs_dil):
-    # Batch 3 of 9x8 images and a 3x3 kernel: the kernel gradient's reduction (3 * output
-    # pixels) is longer than its 3 * 3 * 3 rows, so it takes the data-tiled form.
+    # Batch 3 of 9x8 images and a 3x3 kernel: the kernel gradient (9 output positions, a
+    # window of the output's pixels) runs as products per position.
     x, w = randn(3, 3, 9, 8), randn(4, 3, 3, 3)
     pads = same_pads(x.shape[2:], w.shape[2:], strides, rhs_dil)
     ct = randn(*conv_ref(x, w, strides, pads, None, rhs_dil).shape)
@@ -184,10 +185,42 @@ def test_forms_in_the_lowered_module():
     grads = _lowered(pyree.grad(lambda x, w: jnp.sum(lax.conv_general_dilated(
         x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) ** 2),
         argnums=(0, 1)), xh, wh)
-    # The kernel gradient (reduction 2 * 64 > 3 * 9 rows) is marked; the other two are not.
-    conv_lines = [line for line in grads.splitlines() if "stablehlo.convolution" in line]
-    assert len(conv_lines) == 3
-    assert sum(DATA_TILING_MARK in line for line in conv_lines) == 1
+    # The forward and input-gradient convolutions stay channels-last (no transpose of an
+    # image: only the kernels' and the kernel gradient's); the kernel gradient (3x3 output
+    # positions, a window of 8x8 pixels) is 9 products, and nothing is marked.
+    lines = grads.splitlines()
+    conv_lines = [line for line in lines if "stablehlo.convolution" in line]
+    assert len(conv_lines) == 2
+    assert all("[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]" in line for line in conv_lines)
+    assert sum("stablehlo.dot_general" in line for line in lines) == 9
+    transposed = [line.split("->")[-1] for line in lines if "stablehlo.transpose" in line]
+    assert transposed and all("tensor<3x3x" in t for t in transposed)
+    assert DATA_TILING_MARK not in grads
+    # Too many output positions for products (a 9x9 kernel's gradient: 81): the data-tiled
+    # convolution (reduction 2 * 64 > 3 * 81 rows).
+    wide = _lowered(pyree.grad(lambda w: jnp.sum(lax.conv_general_dilated(
+        xh, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) ** 2)),
+        np.ones((9, 9, 3, 4), np.float32))
+    marked = [line for line in wide.splitlines() if "stablehlo.convolution" in line]
+    assert len(marked) == 2 and sum(DATA_TILING_MARK in line for line in marked) == 1
+
+
+@cpu_only("the CPU lowering's products per output position")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_convolution_as_window_products(name, monkeypatch):
+    # With the thresholds lifted every convolution without groups takes that form: strides,
+    # dilations of both operands (the lhs's by an interior pad), negative padding, 1-D and 3-D,
+    # any layout.
+    from pyree.transpiler import windows
+    monkeypatch.setattr(windows, "WINDOW_PRODUCTS_MAX_POSITIONS", 10_000)
+    monkeypatch.setattr(windows, "WINDOW_PRODUCTS_MIN_WINDOW_RATIO", 0)
+    x, w, kw, want = _case(name)
+    f = lambda x, w: lax.conv_general_dilated(x, w, **kw)
+    text = _lowered(f, x, w)
+    grouped = CASES[name][6] > 1 or CASES[name][7] > 1
+    assert ("stablehlo.convolution" in text) == grouped
+    assert ("stablehlo.dot_general" in text) == (not grouped)
+    np.testing.assert_allclose(np.asarray(pyree.jit(f)(x, w)), want, rtol=1e-4, atol=1e-4)
 
 
 def test_vmap_of_a_kernel_gradient():

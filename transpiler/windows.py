@@ -17,6 +17,7 @@ batching folds the vmapped axis into the batch or feature dimensions (``_batch``
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -285,6 +286,8 @@ def _real_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval:
     params = dict(window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
                   rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
                   feature_group_count=feature_group_count, batch_group_count=batch_group_count)
+    if cpu and _window_products_pay(rhs_aval, out_aval, **params):
+        return _conv_as_window_products(lhs, rhs, lhs_aval, rhs_aval, out_aval, **params)
     chunk = _im2col_batch_chunk(lhs_aval, rhs_aval, out_aval, dimension_numbers,
                                 batch_group_count) if cpu else None
     if chunk is not None:
@@ -299,17 +302,7 @@ def _real_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval:
         # Negative padding (from transposes) and lhs dilation become an explicit stablehlo.pad
         # (negative edges crop), so IREE sees a plain convolution: the form its convolution
         # paths are built for (llvm-cpu compiles the other forms too, but they are rare).
-        config = [(0, 0, 0)] * lhs_aval.ndim
-        for i, axis in enumerate(lhs_spec[2:]):
-            config[axis] = (padding[i][0], padding[i][1], lhs_dilation[i] - 1)
-        shape = tuple(lo + hi + dilate_dim(n, interior + 1)
-                      for n, (lo, hi, interior) in zip(lhs_aval.shape, config))
-        lhs_aval = lhs_aval.update(shape=shape)
-        lo, hi, interior = zip(*config)
-        lhs = hlo("pad", tensor_type(lhs_aval), lhs, scalar_like(0, lhs_aval.dtype),
-                  edge_padding_low=ir.DenseI64ArrayAttr.get(list(lo)),
-                  edge_padding_high=ir.DenseI64ArrayAttr.get(list(hi)),
-                  interior_padding=ir.DenseI64ArrayAttr.get(list(interior)))
+        lhs, lhs_aval = _padded_lhs(lhs, lhs_aval, lhs_spec, padding, lhs_dilation)
         padding = ((0, 0),) * len(padding)
         lhs_dilation = (1,) * len(lhs_dilation)
     nsp = len(window_strides)
@@ -333,6 +326,23 @@ def _real_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval:
         from pyree.runtime.compile import DATA_TILING_MARK
         attributes[DATA_TILING_MARK] = ir.UnitAttr.get()
     return op("stablehlo.convolution", [tensor_type(out_aval)], [lhs, rhs], attributes).result
+
+
+def _padded_lhs(lhs, lhs_aval: ShapedArray, lhs_spec, padding, lhs_dilation):
+    """(lhs with the convolution's padding and dilation applied by a stablehlo.pad, its
+    aval): negative edges crop."""
+    ir = mlir()
+    config = [(0, 0, 0)] * lhs_aval.ndim
+    for i, axis in enumerate(lhs_spec[2:]):
+        config[axis] = (padding[i][0], padding[i][1], lhs_dilation[i] - 1)
+    lhs_aval = lhs_aval.update(shape=tuple(lo + hi + dilate_dim(n, interior + 1)
+                                           for n, (lo, hi, interior) in zip(lhs_aval.shape,
+                                                                             config)))
+    lo, hi, interior = zip(*config)
+    return hlo("pad", tensor_type(lhs_aval), lhs, scalar_like(0, lhs_aval.dtype),
+               edge_padding_low=ir.DenseI64ArrayAttr.get(list(lo)),
+               edge_padding_high=ir.DenseI64ArrayAttr.get(list(hi)),
+               interior_padding=ir.DenseI64ArrayAttr.get(list(interior))), lhs_aval
 
 
 # On the CPU IREE runs a convolution as im2col + matmul, and the im2col columns are a
@@ -390,6 +400,80 @@ def _conv_in_batch_chunks(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray
     # (lower's concatenation: it joins many parts in groups, under IREE's binding limit)
     join = RuleContext(Lowering(dynamic=False), [part_out] * len(parts), [out_aval])
     return _concatenate_rule(join, *parts, dimension=b_out)
+
+
+# A convolution with few output positions and a large window -- a kernel gradient, whose
+# "window" is the image and whose output positions are the kernel's taps -- runs on the CPU
+# as one product per output position: out[:, :, o] = rhs . lhs[window at o], contracted over
+# the input features and the window. IREE's im2col for it gathered every column from a
+# transposed image (NHWC 8x64x64x32 with 64 3x3 filters: 7.5-18 ms for the 37.7 MB of
+# columns, then a 7.5-10 ms product; the products from slices of the image took 11 ms in all).
+WINDOW_PRODUCTS_MAX_POSITIONS = 64
+WINDOW_PRODUCTS_MIN_WINDOW_RATIO = 4
+
+
+def _window_products_pay(rhs_aval: ShapedArray, out_aval: ShapedArray, *, window_strides,
+                         padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                         feature_group_count, batch_group_count) -> bool:
+    """Whether a CPU convolution runs as products per output position (see above)."""
+    _, rhs_spec, out_spec = dimension_numbers
+    positions = int(np.prod([out_aval.shape[a] for a in out_spec[2:]]))
+    window = int(np.prod([rhs_aval.shape[a] for a in rhs_spec[2:]]))
+    return (len(out_spec) > 2 and feature_group_count == batch_group_count == 1
+            and out_aval.dtype.kind == "f" and 0 < positions <= WINDOW_PRODUCTS_MAX_POSITIONS
+            and window >= WINDOW_PRODUCTS_MIN_WINDOW_RATIO * positions)
+
+
+def _conv_as_window_products(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray,
+                             out_aval: ShapedArray, *, window_strides, padding, lhs_dilation,
+                             rhs_dilation, dimension_numbers, feature_group_count,
+                             batch_group_count):
+    """The convolution as one dot_general per output position o: rhs contracted with the
+    window of the (padded, dilated) lhs that o reads, over input features and window, giving
+    (out features, batch); the products stacked and laid out as the result."""
+    ir = mlir()
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    nsp = len(lhs_spec) - 2
+    if any(p != (0, 0) for p in padding) or any(d > 1 for d in lhs_dilation):
+        lhs, lhs_aval = _padded_lhs(lhs, lhs_aval, lhs_spec, padding, lhs_dilation)
+    window = [rhs_aval.shape[a] for a in rhs_spec[2:]]
+    positions = [out_aval.shape[a] for a in out_spec[2:]]
+    features, batch = rhs_aval.shape[rhs_spec[0]], lhs_aval.shape[lhs_spec[0]]
+    piece_aval = lhs_aval.update(shape=tuple(
+        window[lhs_spec.index(a) - 2] if a in lhs_spec[2:] else d
+        for a, d in enumerate(lhs_aval.shape)))
+    product_aval = out_aval.update(shape=(1, features, batch))
+    numbers = ir.Attribute.parse(
+        "#stablehlo.dot<lhs_contracting_dimensions = [%s], rhs_contracting_dimensions = [%s]>"
+        % (", ".join(str(a) for a in rhs_spec[1:]), ", ".join(str(a) for a in lhs_spec[1:])))
+    products = []
+    for o in itertools.product(*(range(n) for n in positions)):
+        start, limit, step = [0] * lhs_aval.ndim, list(lhs_aval.shape), [1] * lhs_aval.ndim
+        for i, axis in enumerate(lhs_spec[2:]):
+            start[axis] = o[i] * window_strides[i]
+            limit[axis] = start[axis] + (window[i] - 1) * rhs_dilation[i] + 1
+            step[axis] = rhs_dilation[i]
+        piece = hlo("slice", tensor_type(piece_aval), lhs,
+                    start_indices=ir.DenseI64ArrayAttr.get(start),
+                    limit_indices=ir.DenseI64ArrayAttr.get(limit),
+                    strides=ir.DenseI64ArrayAttr.get(step))
+        product = op("stablehlo.dot_general",
+                     [tensor_type(product_aval.update(shape=(features, batch)))],
+                     [rhs, piece], {"dot_dimension_numbers": numbers}).result
+        products.append(hlo("reshape", tensor_type(product_aval), product))
+    stacked_aval = out_aval.update(shape=(len(products), features, batch))
+    join = RuleContext(Lowering(dynamic=False), [product_aval] * len(products), [stacked_aval])
+    stacked = _concatenate_rule(join, *products, dimension=0) if len(products) > 1 \
+        else products[0]
+    grid_aval = out_aval.update(shape=tuple(positions) + (features, batch))
+    grid = hlo("reshape", tensor_type(grid_aval), stacked)
+    # grid's axes: the positions, then features, then batch; the result's, by out_spec
+    perm = [0] * out_aval.ndim
+    perm[out_spec[0]], perm[out_spec[1]] = nsp + 1, nsp
+    for i, axis in enumerate(out_spec[2:]):
+        perm[axis] = i
+    return hlo("transpose", tensor_type(out_aval), grid,
+               permutation=ir.DenseI64ArrayAttr.get(perm))
 
 
 # On the CPU IREE rewrites a convolution into im2col + matmul (runtime/compile.py,
@@ -450,7 +534,8 @@ def _channels_last_conv(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray,
 # lost (NHWC forward 22 -> 27 ms tiled, JAX 19). Where the kernel gradient comes out of IREE
 # as a batched product (an NHWC/HWIO convolution's) nothing is tiled and the mark changed
 # nothing (one thread, alternating: 252, 264 ms marked; 255, 256 ms not). Float32 only: the
-# form measured.
+# form measured. (Kernel gradients of kernels up to WINDOW_PRODUCTS_MAX_POSITIONS taps now run
+# as products per tap instead, which took less again; larger kernels still come here.)
 def _data_tiling_pays(lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval: ShapedArray,
                       dimension_numbers) -> bool:
     lhs_spec, rhs_spec, out_spec = dimension_numbers
@@ -556,12 +641,29 @@ def _transpose_lhs(ct, rhs, lhs_aval: ShapedArray, *, window_strides, padding, l
     if lhs_aval.size == 0 or get_aval(ct).size == 0:
         return zeros(lhs_aval)
     groups = max(feature_group_count, batch_group_count)
-    kernel = _grouped_kernel_transpose(w_c, groups)
     pads = []
     for n, m, k, s, (lo, hi), ld, rd in zip(n_sp, m_sp, k_sp, window_strides, padding,
                                            lhs_dilation, rhs_dilation):
         kd = dilate_dim(k, rd)
         pads.append((kd - 1 - lo, (n - 1) * ld - (m - 1) * s + lo))
+    if groups == 1:
+        # Without groups the transposed kernel is the flipped one with its in and out roles
+        # swapped in the dimension numbers, and the result comes out in lhs's layout: no
+        # transposes for the backend to undo (an NHWC input gradient went through NCHW and
+        # back, behind the CPU path's barrier).
+        if k_sp:
+            rhs = P.rev_p.bind(rhs, dimensions=tuple(rhs_spec[2:]))
+        # (the in and out axes swapped in memory too: IREE's CPU im2col product wants its
+        # kernel's axes in the order the forward one had)
+        swap = list(range(get_aval(rhs).ndim))
+        swap[rhs_spec[0]], swap[rhs_spec[1]] = rhs_spec[1], rhs_spec[0]
+        rhs = _transpose(rhs, swap)
+        numbers = (out_spec, rhs_spec, lhs_spec)
+        out = conv(ct, rhs, window_strides=lhs_dilation, padding=pads,
+                   lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
+                   dimension_numbers=numbers, precision=precision)
+        return _convert(out, lhs_aval.dtype)
+    kernel = _grouped_kernel_transpose(w_c, groups)
     nd = lhs_aval.ndim
     out = conv(ct_c, kernel, window_strides=lhs_dilation, padding=pads,
                lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
