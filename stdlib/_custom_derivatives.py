@@ -17,7 +17,7 @@ import functools
 from typing import Any, Callable, Optional, Sequence
 
 from pyree import tree_util
-from pyree.transpiler.control_flow import trace_region
+from pyree.transpiler.trace import trace_region
 from pyree.transpiler.custom_derivatives import CallInfo, custom_jvp_call_p, custom_vjp_call_p
 from pyree.transpiler.source import where
 from pyree.transpiler.trace import current_builder, get_aval

@@ -421,7 +421,7 @@ def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
 
 def _flat_region(fun: Callable, tree: Any, avals: list, what: str) -> tuple:
     """``fun`` (pytree of ``tree`` -> pytree of ``tree``) traced as a region on flat leaves."""
-    from pyree.transpiler.control_flow import trace_region
+    from pyree.transpiler.trace import trace_region
 
     def flat(*xs: Any) -> list:
         out = fun(tree_util.tree_unflatten(tree, list(xs)))

@@ -1,6 +1,9 @@
-"""The transpiler's core (source positions, the IR, tracing, the primitives) imports nothing
-above itself: no interpreter, backend or front-end module, not even inside a function. What
-it needs from above is installed as a hook (``trace.hooks``)."""
+"""The transpiler's layers import nothing above themselves, not even inside a function: the
+core (source positions, the IR, tracing, the primitives) nothing above the core; the
+interpreters (AD, batching, pruning, NaN checks) nothing but the core and each other. What they
+need from above is installed as a hook (``trace.hooks``, ``nan_check.apply_unchecked``) or
+registered by the families that hold the primitives (``prune.pruning_rules``,
+``nan_check.descend_rules``, the rule tables)."""
 import ast
 import pathlib
 
@@ -12,8 +15,11 @@ import pyree.numpy as jnp
 
 TRANSPILER = pathlib.Path(pyree.transpiler.__file__).parent
 CORE = ("source", "ir", "trace", "primitives")
-# Below the transpiler: the runtime, and the two leaf modules of dtypes and error types.
+INTERPRETERS = ("ad", "ad_rules", "batching", "prune", "nan_check")
+# Below the transpiler: the runtime, and the leaf modules of dtypes, error types, options and
+# pytrees.
 BELOW = ("pyree.runtime", "pyree.dtypes", "pyree.errors")
+LEAVES = BELOW + ("pyree.config", "pyree.tree_util")
 
 
 def _imports(module: str) -> list[tuple[str, int]]:
@@ -34,16 +40,29 @@ def _imports(module: str) -> list[tuple[str, int]]:
     return found
 
 
-@pytest.mark.parametrize("module", CORE)
-def test_the_core_imports_nothing_above_it(module):
+def _imports_above(module: str, layer: tuple, below: tuple) -> list[str]:
+    """The imports of ``module`` that reach above ``layer``: a transpiler module outside it
+    and the layers below it, or pyree beyond ``below``."""
     wrong = []
     for name, line in _imports(module):
         if name.startswith("pyree.transpiler."):
             name = name.split(".")[2]
-        if name.startswith("pyree") and not name.startswith(BELOW):
+        if name.startswith("pyree") and not name.startswith(below):
             wrong.append(f"{module}.py:{line} imports {name}")
-        elif (TRANSPILER / f"{name}.py").exists() and name not in CORE:
-            wrong.append(f"{module}.py:{line} imports {name}, above the core")
+        elif (TRANSPILER / f"{name}.py").exists() and name not in layer:
+            wrong.append(f"{module}.py:{line} imports {name}, above its layer")
+    return wrong
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_the_core_imports_nothing_above_it(module):
+    wrong = _imports_above(module, CORE, BELOW)
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("module", INTERPRETERS)
+def test_the_interpreters_import_only_the_core_and_each_other(module):
+    wrong = _imports_above(module, CORE + INTERPRETERS, LEAVES)
     assert not wrong, wrong
 
 
@@ -51,6 +70,10 @@ def test_the_hooks_the_layers_above_install():
     from pyree.transpiler import convert, eager, trace
     assert trace.hooks.apply_now is eager.apply
     assert trace.hooks.explain_unconverted is convert.explain_unconverted
+    from pyree.transpiler import control_flow, nan_check, prune
+    assert nan_check.apply_unchecked is eager.apply_unchecked
+    assert prune.pruning_rules[control_flow.while_p] is not None
+    assert control_flow.cond_p in nan_check.descend_rules
     # bind outside a trace runs on the device through the hook
     np.testing.assert_allclose(jnp.sin(jnp.arange(3.0)), np.sin(np.arange(3.0)), rtol=1e-6)
     with pytest.raises(TypeError, match="no core hook named"):

@@ -1,17 +1,18 @@
 """pyree's transpiler: Python source -> IR -> MLIR.
 
-Its modules, grouped by layer from the core up. The core imports nothing above itself
-(tests/test_layers.py): what it needs from above is installed in ``trace.hooks`` (``eager``
-runs a primitive bound outside any trace, ``convert`` explains why a function was not
-converted). Above the core, imports still reach up: the families hold their lowering rules
-and import ``lower``/``eager``, some interpreters import families.
+Its modules, grouped by layer from the core up. The core imports nothing above itself, and
+the interpreters nothing but the core and each other (tests/test_layers.py): what they need
+from above is installed as a hook (``trace.hooks``: ``eager`` runs a primitive bound outside
+any trace, ``convert`` explains why a function was not converted; ``nan_check.apply_unchecked``)
+or registered by the family holding the primitive (``prune.pruning_rules``,
+``nan_check.descend_rules``, the rule tables). Above the interpreters, imports still reach up:
+the families hold their lowering rules and import ``lower``/``eager``.
 
 * core: ``source`` (user source positions), ``ir`` (the IR, its region walks and rewrites),
   ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (the primitives of arrays and
   their shape rules).
 * interpreters: ``ad`` and ``ad_rules`` (derivatives), ``batching`` (``vmap``), ``prune``
-  (dead code), ``nan_check`` (``debug_nans``), ``spmd`` (``pmap``), ``partition`` (``jit`` over
-  a mesh).
+  (dead code), ``nan_check`` (``debug_nans``).
 * primitive families, each with all of its rules: ``control_flow`` with
   ``control_flow_ad`` and ``control_flow_batching`` (``cond``/``while``/``scan``),
   ``gather_scatter``, ``sorting``, ``windows`` (convolution), ``collectives``,
@@ -20,7 +21,8 @@ and import ``lower``/``eager``, some interpreters import families.
   ``float64_math``.
 * backend: ``lower`` (IR -> MLIR), IR rewrites before it (``loop_rotation``,
   ``loop_hoisting``), ``cuda_gemm`` (pyree's CUDA kernels; ``build_cuda_kernels`` builds their
-  PTX), ``eager`` (primitives run outside ``jit``) and ``eager_warmup``, ``jit``.
+  PTX), ``eager`` (primitives run outside ``jit``) and ``eager_warmup``, ``jit``; the
+  multi-device programs ``spmd`` (``pmap``) and ``partition`` (``jit`` over a mesh).
 * front end: ``convert`` (the AST rewrite of Python control flow) and ``operators`` (what
   converted code calls).
 

@@ -639,20 +639,3 @@ def _t_dot_general(ct, x, y, *, dimension_numbers, precision=None, preferred_ele
 
 jvp_rules[P.dot_general_p] = _dot_jvp
 transpose_rules[P.dot_general_p] = _t_dot_general
-
-# -- effects ----------------------------------------------------------------------------------------
-# ``print`` and ``assert`` of traced values have no outputs: differentiating a function that
-# uses them runs them on the primal values (once, as JAX's debug.print under grad) and gives
-# them nothing to differentiate.
-
-from .checks import check_p  # noqa: E402
-
-
-def _effect_jvp(prim):
-    def rule(primals, tangents, **params):
-        prim.bind(*primals, **params)
-        return [], []
-    return rule
-
-
-jvp_rules[check_p] = _effect_jvp(check_p)

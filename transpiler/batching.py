@@ -20,7 +20,8 @@ import numpy as np
 
 from .ir import IR, Atom, ClosedIR, Literal, ShapedArray, Var
 from .source import where
-from .trace import Primitive, TypedScalar, bind, get_aval, literal_value, located
+from .trace import (Primitive, TypedScalar, bind, get_aval, literal_value, located,
+                    trace_region)
 from . import primitives as P
 
 # primitive -> rule(axis, values, dims, **params) -> (outputs, output batch dims)
@@ -159,7 +160,6 @@ def batch_region(region: IR, in_dims: Sequence[Dim], axis: BatchAxis,
     returning its outputs batched along ``out_dims`` (given: each output moved there, ``None``
     meaning it must be unbatched; not given: where the rules left them). Returns the IR and
     its outputs' batch axes."""
-    from .control_flow import trace_region
     in_avals = [batched_aval(v.aval, d, axis.size) for v, d in zip(region.in_vars, in_dims)]
     found: list[Dim] = []
 
@@ -286,7 +286,7 @@ def _pad_rule(axis, values, dims, *, padding_config):
                         padding_config=config)
     fill = P.broadcast_in_dim_p.bind(moveaxis(pad_value, pd, 0), shape=get_aval(padded).shape,
                                      broadcast_dimensions=(0,))
-    fill = _with_weak_type(fill, get_aval(x).weak_type)  # pad's result: the operand's weak type
+    fill = with_weak_type(fill, get_aval(x).weak_type)  # pad's result: the operand's weak type
     return [P.select_p.bind(mask, padded, fill)], [0]
 
 
@@ -341,95 +341,7 @@ def _dot(lhs, rhs, dimension_numbers, **params):
     return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers, **params)
 
 
-def _dynamic_slice_rule(axis, values, dims, *, slice_sizes):
-    x, *starts = values
-    xd, *sds = dims
-    if all(d is None for d in sds):
-        x = moveaxis(x, xd, 0)
-        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
-        out = P.dynamic_slice_p.bind(x, zero, *starts, slice_sizes=(axis.size,) + tuple(slice_sizes))
-        return [out], [0]
-    return batched_start_slice(axis, x, xd, starts, sds, slice_sizes)
-
-
-def _dynamic_update_slice_rule(axis, values, dims):
-    x, update, *starts = values
-    xd, ud, *sds = dims
-    if all(d is None for d in sds):
-        x = to_front(x, xd, axis.size)
-        update = to_front(update, ud, axis.size)
-        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
-        return [P.dynamic_update_slice_p.bind(x, update, zero, *starts)], [0]
-    return batched_start_update(axis, x, xd, update, ud, starts, sds)
-
-
-def _clamped_starts(axis, starts, sds, dims_sizes, slice_sizes):
-    """Per-example start positions (B,) per axis, clamped into range as dynamic_slice does."""
-    out = []
-    for s, d, n, k in zip(starts, sds, dims_sizes, slice_sizes):
-        dtype = get_aval(s).dtype
-        s = to_front(s, d, axis.size) if d is not None else P.broadcast_in_dim_p.bind(
-            s, shape=(axis.size,), broadcast_dimensions=())
-        s = P.max_p.bind(s, TypedScalar(0, dtype, False))
-        s = P.min_p.bind(s, TypedScalar(n - k, dtype, False))
-        out.append(P.convert_element_type_p.bind(s, new_dtype=np.dtype(np.int32),
-                                                 weak_type=False))
-    return out
-
-
-def _start_vectors(axis, starts, sds, dims_sizes, slice_sizes):
-    """Per-example start vectors (B, rank), clamped so each window fits."""
-    columns = _clamped_starts(axis, starts, sds, dims_sizes, slice_sizes)
-    columns = [P.reshape_p.bind(c, new_sizes=(axis.size, 1)) for c in columns]
-    return columns[0] if len(columns) == 1 else P.concatenate_p.bind(*columns, dimension=1)
-
-
-def batched_start_slice(axis, x, xd, starts, sds, slice_sizes):
-    """dynamic_slice with a start per example: one gather of a window per example, the batch
-    axis a batching dimension of both operand and start vectors."""
-    from .gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
-    x = to_front(x, xd, axis.size)
-    shape = get_aval(x).shape
-    rank = len(shape) - 1
-    if rank == 0:
-        return [x], [0]
-    if axis.size == 0:  # no example: any window of the empty batch (a gather needs one row)
-        return [P.slice_p.bind(x, start_indices=(0,) * (rank + 1),
-                               limit_indices=(0,) + tuple(slice_sizes),
-                               strides=(1,) * (rank + 1))], [0]
-    index = _start_vectors(axis, starts, sds, shape[1:], slice_sizes)
-    dims = tuple(range(1, rank + 1))
-    dn = GatherDimensionNumbers(offset_dims=dims, collapsed_slice_dims=(), start_index_map=dims,
-                                operand_batching_dims=(0,), start_indices_batching_dims=(0,))
-    out = gather(x, index, dn, (1,) + tuple(slice_sizes), GatherScatterMode.CLIP,
-                 indices_are_sorted=False, unique_indices=True)
-    return [out], [0]
-
-
-def batched_start_update(axis, x, xd, update, ud, starts, sds):
-    """dynamic_update_slice with a start per example: one scatter of a window per example,
-    the batch axis a batching dimension of operand and start vectors."""
-    from .gather_scatter import GatherScatterMode, ScatterDimensionNumbers, scatter
-    x = to_front(x, xd, axis.size)
-    update = to_front(update, ud, axis.size)
-    shape = get_aval(x).shape
-    ushape = get_aval(update).shape
-    rank = len(shape) - 1
-    if rank == 0:
-        return [_with_weak_type(update, get_aval(x).weak_type)], [0]
-    if axis.size == 0:  # no example, nothing to update
-        return [x], [0]
-    index = _start_vectors(axis, starts, sds, shape[1:], ushape[1:])
-    dims = tuple(range(1, rank + 1))
-    dn = ScatterDimensionNumbers(update_window_dims=dims, inserted_window_dims=(),
-                                 scatter_dims_to_operand_dims=dims, operand_batching_dims=(0,),
-                                 scatter_indices_batching_dims=(0,))
-    out = scatter(x, index, update, dn, "replace", GatherScatterMode.CLIP,
-                  indices_are_sorted=False, unique_indices=True)
-    return [out], [0]
-
-
-def _with_weak_type(x: Any, weak: bool) -> Any:
+def with_weak_type(x: Any, weak: bool) -> Any:
     """``x`` weakly typed if ``weak`` (a select of it and a weak value is then weak)."""
     aval = get_aval(x)
     if not weak or aval.weak_type:
@@ -446,8 +358,6 @@ batching_rules.update({
     P.pad_p: _pad_rule,
     P.concatenate_p: _concatenate_rule,
     P.dot_general_p: _dot_general_rule,
-    P.dynamic_slice_p: _dynamic_slice_rule,
-    P.dynamic_update_slice_p: _dynamic_update_slice_rule,
 })
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from pyree import tree_util
 from pyree.runtime import callbacks
 
+from .ad import jvp_rules
 from .ir import ShapedArray
 from .lower import _compare, index_constant, lowering_rules, mlir, op, scalar_like
 from .source import user_loc
@@ -73,6 +74,17 @@ def _check_lowering(ctx, ok, token, *, key):
 
 
 lowering_rules[check_p] = _check_lowering
+
+
+# A check has no outputs: differentiating a function that checks a traced value runs the check
+# on the primal values (once, as JAX's debug.print under grad) and gives it nothing to
+# differentiate.
+def _check_jvp(primals, tangents, **params):
+    check_p.bind(*primals, **params)
+    return [], []
+
+
+jvp_rules[check_p] = _check_jvp
 
 
 # -- debug callbacks -------------------------------------------------------------------------------

@@ -22,8 +22,10 @@ from .ir import IR, ClosedIR, Eqn, ShapedArray, Var, regions
 from .lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
                     kept_past_loop, lowering_rules, mlir, op, opaque_select, opaque_true,
                     own_buffers, scalar_like, tensor_type)
-from .trace import (IRBuilder, Primitive, abstract_eval_rules, effectful_primitives, get_aval,
-                    has_effects, tracing)
+from .nan_check import descend_rules, host_value
+from .prune import needed_carries, pick, pruning_rules, reads
+from .trace import (Primitive, abstract_eval_rules, effectful_primitives, get_aval, has_effects,
+                    trace_region)
 
 cond_p = Primitive("cond", multiple_results=True)
 while_p = Primitive("while", multiple_results=True)
@@ -37,21 +39,6 @@ eager.BRANCH_PRIMITIVES.add(cond_p)
 
 
 # -- tracing regions --------------------------------------------------------------------------
-
-def trace_region(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray]
-                 ) -> tuple[IR, list]:
-    """Trace ``fun(*tracers) -> flat outputs`` as a region of the current trace.
-
-    Returns the region as an IR whose inputs are (captured values..., ``in_avals``...) and the
-    captured values themselves (outer tracers or constants), which become operands.
-    """
-    builder = IRBuilder()
-    with tracing(builder):
-        args = [builder.new_input(a) for a in in_avals]
-        outs = fun(*args)
-        closed = builder.finish(list(outs))
-    return closed_to_region(closed)
-
 
 def bind_while(cond_fun: Callable[..., Sequence[Any]], body_fun: Callable[..., Sequence[Any]],
                init: Sequence[Any]) -> list:
@@ -68,12 +55,6 @@ def bind_while(cond_fun: Callable[..., Sequence[Any]], body_fun: Callable[..., S
     return while_p.bind(*cond_captured, *body_captured, *init, cond_ir=cond_region,
                         body_ir=body_region, cond_nconsts=len(cond_captured),
                         body_nconsts=len(body_captured))
-
-
-def closed_to_region(closed: ClosedIR) -> tuple[IR, list]:
-    """A ClosedIR as (IR taking its consts as leading inputs, the const values)."""
-    ir = closed.ir
-    return IR([], list(ir.const_vars) + list(ir.in_vars), ir.eqns, ir.outs), list(closed.consts)
 
 
 def region_with_extra_inputs(region: IR, before: Sequence[ShapedArray],
@@ -586,3 +567,94 @@ def _write_rows(ys, block, aval: ShapedArray, start):
 
 
 lowering_rules[scan_p] = _scan_lowering
+
+
+# -- pruning (prune.py): loops cut down to the carries and outputs needed ----------------------
+
+def _prune_while(eqn: Eqn, used: list[bool]) -> Eqn:
+    p = eqn.params
+    cond_ir, body_ir = p["cond_ir"], p["body_ir"]
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    carry_body = body_ir.in_vars[bn:]
+    cond_reads = reads(cond_ir)
+    cond_carry = cond_ir.in_vars[cn:]
+    read_by_cond = {id(b) for b, c in zip(carry_body, cond_carry) if id(c) in cond_reads}
+    body, needed = needed_carries(body_ir, carry_body, list(used), also_read=read_by_cond)
+    if all(needed):
+        return eqn.replace(params=dict(p, body_ir=body))
+    body = IR(body.const_vars, body.in_vars[:bn] + pick(carry_body, needed), body.eqns,
+              pick(body.outs, needed))
+    cond = IR(cond_ir.const_vars, cond_ir.in_vars[:cn] + pick(cond_carry, needed),
+              cond_ir.eqns, cond_ir.outs)
+    inputs = eqn.inputs[:cn + bn] + pick(eqn.inputs[cn + bn:], needed)
+    return Eqn(while_p, inputs, dict(p, cond_ir=cond, body_ir=body), pick(eqn.outputs, needed),
+               eqn.loc)
+
+
+def _prune_scan(eqn: Eqn, used: list[bool]) -> Eqn:
+    p = eqn.params
+    body_ir, nc, ncar = p["body"], p["num_consts"], p["num_carry"]
+    carry_vars = body_ir.in_vars[nc:nc + ncar]
+    ys_used = used[ncar:]
+    body, needed = needed_carries(body_ir, carry_vars, list(used[:ncar]),
+                                  n_extra_outs=len(ys_used), extra_needed=ys_used)
+    if all(needed) and all(ys_used):
+        return eqn.replace(params=dict(p, body=body))
+    in_vars = body.in_vars[:nc] + pick(carry_vars, needed) + body.in_vars[nc + ncar:]
+    body = IR(body.const_vars, in_vars, body.eqns,
+              pick(body.outs[:ncar], needed) + pick(body.outs[ncar:], ys_used))
+    inputs = (eqn.inputs[:nc] + pick(eqn.inputs[nc:nc + ncar], needed) +
+              eqn.inputs[nc + ncar:])
+    outputs = pick(eqn.outputs[:ncar], needed) + pick(eqn.outputs[ncar:], ys_used)
+    return Eqn(scan_p, inputs, dict(p, body=body, num_carry=sum(needed)), outputs, eqn.loc)
+
+
+pruning_rules[while_p] = _prune_while
+pruning_rules[scan_p] = _prune_scan
+
+
+# -- debug_nans (nan_check.py): the branch taken, or the loop run step by step ------------------
+
+def _nan_search_cond(params: dict, ins: list, run_region) -> Any:
+    branches = params["branches"]
+    index = min(max(int(host_value(ins[0])), 0), len(branches) - 1)
+    return run_region(branches[index], ins[1:])[0]
+
+
+def nan_search_while(params: dict, ins: list, run_region) -> Any:
+    """debug_nans' search inside a while loop (and the counting while of reverse mode)."""
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    cond_consts, body_consts, carry = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
+    while True:
+        culprit, (keep_going,) = run_region(params["cond_ir"], cond_consts + carry)
+        if culprit is not None:
+            return culprit
+        if not bool(host_value(keep_going)):
+            return None
+        culprit, carry = run_region(params["body_ir"], body_consts + carry)
+        if culprit is not None:
+            return culprit
+
+
+def _nan_search_scan(params: dict, ins: list, run_region) -> Any:
+    from pyree.runtime.array import device_put_numpy
+    nc, ncarry, length = params["num_consts"], params["num_carry"], params["length"]
+    body = params["body"]
+    body_ir = body.ir if isinstance(body, ClosedIR) else body
+    consts, carry, xs = ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
+    xs_host = [host_value(x) for x in xs]
+    x_vars = body_ir.in_vars[nc + ncarry:]
+    steps = range(length - 1, -1, -1) if params["reverse"] else range(length)
+    for i in steps:
+        x_i = [device_put_numpy(np.array(x[i]), weak_type=v.aval.weak_type)
+               for x, v in zip(xs_host, x_vars)]
+        culprit, outs = run_region(body, consts + carry + x_i)
+        if culprit is not None:
+            return culprit
+        carry = outs[:ncarry]
+    return None
+
+
+descend_rules[cond_p] = _nan_search_cond
+descend_rules[while_p] = nan_search_while
+descend_rules[scan_p] = _nan_search_scan

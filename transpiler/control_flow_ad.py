@@ -13,14 +13,16 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from pyree.runtime.array import Array
+from pyree.runtime.array import Array, device_put_numpy
 
 from . import ad, eager
 from .ad import (Zero, instantiate, is_undefined, jvp_eval, jvp_rules,
                  partial_eval_rules, tangent_aval, transpose_ir, transpose_rules)
-from .control_flow import cond_p, scan_p, taken_branch, trace_region, while_p
+from .control_flow import cond_p, nan_search_while, scan_p, taken_branch, while_p
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
-from .trace import TypedScalar, bind, current_builder, get_aval, located, read_env
+from .nan_check import descend_rules, host_value
+from .trace import (TypedScalar, bind, current_builder, get_aval, located, read_env,
+                    trace_region)
 
 
 # -- splitting a region ----------------------------------------------------------------------------
@@ -604,6 +606,22 @@ def _counted_loop_lowering(ctx: RuleContext, lo, hi, *operands, body, num_consts
 
 abstract_eval_rules[counted_loop_p] = _counted_loop_abstract_eval
 lowering_rules[counted_loop_p] = _counted_loop_lowering
+
+
+def _nan_search_counted_loop(params: dict, ins: list, run_region) -> Any:
+    """debug_nans' search inside a counted loop, step by step (nan_check.py)."""
+    lo, hi, nc = int(host_value(ins[0])), int(host_value(ins[1])), params["num_consts"]
+    consts, carry = ins[2:2 + nc], ins[2 + nc:]
+    for i in range(hi - 1, lo - 1, -1) if params["reverse"] else range(lo, hi):
+        step = device_put_numpy(np.asarray(i, np.int32))
+        culprit, carry = run_region(params["body"], [step] + consts + carry)
+        if culprit is not None:
+            return culprit
+    return None
+
+
+descend_rules[counted_loop_p] = _nan_search_counted_loop
+descend_rules[while_count_p] = nan_search_while   # (a while loop that also counts)
 
 
 def _counted_loop_jvp(primals, tangents, *, body, num_consts, reverse):

@@ -25,13 +25,13 @@ from . import primitives as P
 from .batching import (BatchAxis, batch_eval, batch_region, batched_aval, batching_rules,
                        move_to, moveaxis, region_out_batched, to_front)
 from .checks import check_p
-from .control_flow import cond_p, scan_p, trace_region, while_p
+from .control_flow import cond_p, scan_p, while_p
 from .control_flow_ad import _take, counted_loop_p, while_count_p
 from .custom_derivatives import (CallInfo, _with_nondiff, custom_jvp_call_p, custom_lin_p,
                                  custom_vjp_call_p, stop_gradient_p)
 from .ir import IR, ClosedIR, ShapedArray
 from .source import where
-from .trace import TypedScalar, get_aval, has_effects
+from .trace import TypedScalar, get_aval, has_effects, trace_region
 
 _I32 = np.dtype(np.int32)
 

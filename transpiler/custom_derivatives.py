@@ -17,6 +17,7 @@ from . import ad, eager
 from .convert import converted  # user rules get Python control flow on traced values too
 from .ad import Zero, instantiate, jvp_rules, tangent_aval, transpose_rules
 from .ir import IR, ShapedArray
+from .nan_check import descend_rules
 from .lower import BF16_KEPT_PRIMITIVES, Lowering, RuleContext, lowering_rules
 from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval, located
 
@@ -142,6 +143,14 @@ def _with_nondiff(nondiff: tuple, diff_args: tuple) -> tuple:
 
 
 jvp_rules[custom_vjp_call_p] = _custom_vjp_rule
+
+
+def _nan_search_call(params: dict, ins: list, run_region):
+    """debug_nans' search inside a custom_jvp/custom_vjp call: its function (nan_check.py)."""
+    return run_region(params["fun"], ins)[0]
+
+
+descend_rules[custom_jvp_call_p] = descend_rules[custom_vjp_call_p] = _nan_search_call
 
 
 def _custom_lin_abstract_eval(*avals, info, out_avals):

@@ -298,6 +298,10 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
     return _apply_kernel(primitive, arrays, avals_in, avals_out, params)
 
 
+# (the evaluator debug_nans' search re-runs equations with, one by one)
+nan_check.apply_unchecked = apply_unchecked
+
+
 def _apply_kernel(primitive, arrays: list, avals_in: list, avals_out: list,
                   params: dict) -> list[Array]:
     """``primitive`` run by its shape-polymorphic kernel, as it is."""

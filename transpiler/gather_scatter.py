@@ -30,7 +30,7 @@ import numpy as np
 
 from . import primitives as P
 from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules, zeros
-from .batching import batching_rules, broadcast_batched, moveaxis
+from .batching import batching_rules, broadcast_batched, moveaxis, to_front, with_weak_type
 from .eager import STATIC_SHAPE_PRIMITIVES
 from .ir import IR, Eqn, ShapedArray, Var, inline, map_regions
 from .lower import (BF16_KEPT_PRIMITIVES, BF16_KEPT_WHEN, _compare, _reduce, fresh_copy,
@@ -888,6 +888,100 @@ def _scatter_batch(axis, values, dims, *, dimension_numbers, **params):
 
 batching_rules[gather_p] = _gather_batch
 batching_rules[scatter_p] = _scatter_batch
+
+
+# dynamic_slice and dynamic_update_slice with a start per example are a gather and a scatter of
+# one window per example (with one start for the whole batch, they stay themselves).
+
+def _dynamic_slice_rule(axis, values, dims, *, slice_sizes):
+    x, *starts = values
+    xd, *sds = dims
+    if all(d is None for d in sds):
+        x = moveaxis(x, xd, 0)
+        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
+        out = P.dynamic_slice_p.bind(x, zero, *starts,
+                                     slice_sizes=(axis.size,) + tuple(slice_sizes))
+        return [out], [0]
+    return batched_start_slice(axis, x, xd, starts, sds, slice_sizes)
+
+
+def _dynamic_update_slice_rule(axis, values, dims):
+    x, update, *starts = values
+    xd, ud, *sds = dims
+    if all(d is None for d in sds):
+        x = to_front(x, xd, axis.size)
+        update = to_front(update, ud, axis.size)
+        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
+        return [P.dynamic_update_slice_p.bind(x, update, zero, *starts)], [0]
+    return batched_start_update(axis, x, xd, update, ud, starts, sds)
+
+
+def _clamped_starts(axis, starts, sds, dims_sizes, slice_sizes):
+    """Per-example start positions (B,) per axis, clamped into range as dynamic_slice does."""
+    out = []
+    for s, d, n, k in zip(starts, sds, dims_sizes, slice_sizes):
+        dtype = get_aval(s).dtype
+        s = to_front(s, d, axis.size) if d is not None else P.broadcast_in_dim_p.bind(
+            s, shape=(axis.size,), broadcast_dimensions=())
+        s = P.max_p.bind(s, TypedScalar(0, dtype, False))
+        s = P.min_p.bind(s, TypedScalar(n - k, dtype, False))
+        out.append(P.convert_element_type_p.bind(s, new_dtype=np.dtype(np.int32),
+                                                 weak_type=False))
+    return out
+
+
+def _start_vectors(axis, starts, sds, dims_sizes, slice_sizes):
+    """Per-example start vectors (B, rank), clamped so each window fits."""
+    columns = _clamped_starts(axis, starts, sds, dims_sizes, slice_sizes)
+    columns = [P.reshape_p.bind(c, new_sizes=(axis.size, 1)) for c in columns]
+    return columns[0] if len(columns) == 1 else P.concatenate_p.bind(*columns, dimension=1)
+
+
+def batched_start_slice(axis, x, xd, starts, sds, slice_sizes):
+    """dynamic_slice with a start per example: one gather of a window per example, the batch
+    axis a batching dimension of both operand and start vectors."""
+    x = to_front(x, xd, axis.size)
+    shape = get_aval(x).shape
+    rank = len(shape) - 1
+    if rank == 0:
+        return [x], [0]
+    if axis.size == 0:  # no example: any window of the empty batch (a gather needs one row)
+        return [P.slice_p.bind(x, start_indices=(0,) * (rank + 1),
+                               limit_indices=(0,) + tuple(slice_sizes),
+                               strides=(1,) * (rank + 1))], [0]
+    index = _start_vectors(axis, starts, sds, shape[1:], slice_sizes)
+    dims = tuple(range(1, rank + 1))
+    dn = GatherDimensionNumbers(offset_dims=dims, collapsed_slice_dims=(), start_index_map=dims,
+                                operand_batching_dims=(0,), start_indices_batching_dims=(0,))
+    out = gather(x, index, dn, (1,) + tuple(slice_sizes), GatherScatterMode.CLIP,
+                 indices_are_sorted=False, unique_indices=True)
+    return [out], [0]
+
+
+def batched_start_update(axis, x, xd, update, ud, starts, sds):
+    """dynamic_update_slice with a start per example: one scatter of a window per example,
+    the batch axis a batching dimension of operand and start vectors."""
+    x = to_front(x, xd, axis.size)
+    update = to_front(update, ud, axis.size)
+    shape = get_aval(x).shape
+    ushape = get_aval(update).shape
+    rank = len(shape) - 1
+    if rank == 0:
+        return [with_weak_type(update, get_aval(x).weak_type)], [0]
+    if axis.size == 0:  # no example, nothing to update
+        return [x], [0]
+    index = _start_vectors(axis, starts, sds, shape[1:], ushape[1:])
+    dims = tuple(range(1, rank + 1))
+    dn = ScatterDimensionNumbers(update_window_dims=dims, inserted_window_dims=(),
+                                 scatter_dims_to_operand_dims=dims, operand_batching_dims=(0,),
+                                 scatter_indices_batching_dims=(0,))
+    out = scatter(x, index, update, dn, "replace", GatherScatterMode.CLIP,
+                  indices_are_sorted=False, unique_indices=True)
+    return [out], [0]
+
+
+batching_rules[P.dynamic_slice_p] = _dynamic_slice_rule
+batching_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_rule
 
 
 # -- sinking into elementwise producers (a rewrite of the IR before lowering) --------------------

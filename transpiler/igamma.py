@@ -51,10 +51,10 @@ from . import batching, eager
 from . import primitives as P
 from . import special as S
 from .ad_rules import defjvp, mul, neg
-from .control_flow import trace_region, while_p
+from .control_flow import while_p
 from .ir import ShapedArray
 from .lower import Lowering, RuleContext, lowering_rules
-from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval
+from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval, trace_region
 
 _WIDE = np.dtype(np.float64)
 # A backstop: at a ~ 1e5 near x = a the series needs about 2000 terms for float64 precision.

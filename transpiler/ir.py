@@ -283,3 +283,9 @@ def pretty_print(ir: IR, indent: int = 0, name: Optional[_Namer] = None) -> str:
     trailing = "," if len(ir.outs) == 1 else ""
     lines.append(f"{pad}  in ({outs}{trailing}) }}")
     return "\n".join(lines)
+
+
+def closed_to_region(closed: ClosedIR) -> tuple[IR, list]:
+    """A ClosedIR as (IR taking its consts as leading inputs, the const values)."""
+    ir = closed.ir
+    return IR([], list(ir.const_vars) + list(ir.in_vars), ir.eqns, ir.outs), list(closed.consts)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from .control_flow import while_p
 from .ir import IR, Eqn, Var, inline, map_regions
-from .prune import _reads
+from .prune import reads
 from .trace import has_effects
 
 
@@ -51,8 +51,8 @@ def _rotation_pays(eqn: Eqn) -> bool:
     cond_ir, body_ir = p["cond_ir"], p["body_ir"]
     if has_effects(cond_ir.eqns):
         return False
-    read_by_cond = _reads(cond_ir)
-    read_by_body = _reads(body_ir)
+    read_by_cond = reads(cond_ir)
+    read_by_body = reads(body_ir)
     return any(id(c) in read_by_cond and id(b) not in read_by_body
                for c, b in zip(cond_ir.in_vars[p["cond_nconsts"]:],
                                body_ir.in_vars[p["body_nconsts"]:]))

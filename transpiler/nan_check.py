@@ -28,7 +28,7 @@ Example::
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from pyree import config, dtypes
 from . import primitives as P
 from .ir import IR, ClosedIR, Eqn, Literal, Var, regions
 from .source import SourceLoc, _is_internal, user_loc
-from .trace import TypedScalar, effectful_primitives, read_env
+from .trace import Primitive, TypedScalar, effectful_primitives, read_env
 
 # True while debug_nans or debug_infs is on; read by jit.py and eager.py on every call.
 enabled = False
@@ -82,11 +82,12 @@ def _host(value: Any) -> Optional[np.ndarray]:
     if dtype is not None and not isinstance(value, (TypedScalar, Literal)) and \
             not _is_inexact(np.dtype(dtype)):
         return None
-    array = _numpy(value)
+    array = host_value(value)
     return array if _is_inexact(array.dtype) else None
 
 
-def _numpy(value: Any) -> np.ndarray:
+def host_value(value: Any) -> np.ndarray:
+    """``value`` (an array, typed scalar or literal) as a NumPy array on the host."""
     return np.asarray(value.value if isinstance(value, (TypedScalar, Literal)) else value)
 
 
@@ -241,10 +242,26 @@ def _literal_holds(ir: IR, kind: str) -> bool:
     return any(isinstance(a, Literal) and _bad_kind_of(_host(a), kind) for a in ir.outs)
 
 
+# How the search looks inside an equation holding sub-IRs that produced a bad value:
+# ``rule(params, ins, run_region) -> culprit or None``, where ``run_region(region, args)`` runs a
+# region (an IR or ClosedIR) eagerly, checking every equation, and returns (its first culprit or
+# None, its outputs). The families holding such primitives register theirs (control_flow,
+# control_flow_ad, custom_derivatives); ``host_value`` reads a predicate or a count.
+descend_rules: dict[Primitive, Callable[..., Any]] = {}
+
+
+def _no_evaluator(primitive: Primitive, args: Sequence[Any], params: dict) -> list:
+    raise RuntimeError("debug_nans has no eager evaluator installed: import pyree")
+
+
+# The eager evaluator the search runs equations with, unchecked (eager.apply_unchecked, which
+# eager.py installs: the backend sits above this interpreter).
+apply_unchecked: Callable[[Primitive, Sequence[Any], dict], list] = _no_evaluator
+
+
 def _search(ir: IR, consts: Sequence[Any], args: Sequence[Any], context: list
             ) -> tuple[Optional[_Culprit], list]:
     """Run ``ir`` eagerly, checking every equation; (the first culprit or None, the outputs)."""
-    from . import eager
     env: dict[Var, Any] = dict(zip(ir.const_vars, consts))
     env.update(zip(ir.in_vars, args))
     hosts: dict[int, Optional[np.ndarray]] = {}
@@ -264,7 +281,7 @@ def _search(ir: IR, consts: Sequence[Any], args: Sequence[Any], context: list
         if eqn.primitive in effectful_primitives and not eqn.outputs:
             continue  # prints and runtime checks ran with the compiled program already
         ins = [read(a) for a in eqn.inputs]
-        outs = eager.apply_unchecked(eqn.primitive, ins, eqn.params)
+        outs = apply_unchecked(eqn.primitive, ins, eqn.params)
         env.update(zip(eqn.outputs, outs))
         out_values = [host(v) for v in eqn.outputs]
         if not any(v is not None for v in out_values):
@@ -290,64 +307,10 @@ def _run_region(region: Any, args: Sequence[Any], context: list
 
 
 def _descend(eqn: Eqn, ins: list, context: list) -> Optional[_Culprit]:
-    """Look inside a control-flow equation that produced a bad value: run its body eagerly,
-    step by step, checking every equation. None when it is not control flow (or the body, run
-    this way, produces nothing bad)."""
-    from . import control_flow as cf
-    from . import control_flow_ad as cfad
-    from . import custom_derivatives as cd
-    primitive, params = eqn.primitive, eqn.params
-    if primitive is cf.cond_p:
-        branches = params["branches"]
-        index = min(max(int(_numpy(ins[0])), 0), len(branches) - 1)
-        return _run_region(branches[index], ins[1:], context)[0]
-    if primitive is cf.while_p or primitive is cfad.while_count_p:  # (the latter also counts)
-        nc, nb = params["cond_nconsts"], params["body_nconsts"]
-        cond_consts, body_consts, carry = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
-        while True:
-            culprit, (keep_going,) = _run_region(params["cond_ir"], cond_consts + carry, context)
-            if culprit is not None:
-                return culprit
-            if not bool(_numpy(keep_going)):
-                return None
-            culprit, carry = _run_region(params["body_ir"], body_consts + carry, context)
-            if culprit is not None:
-                return culprit
-    if primitive is cf.scan_p:
-        return _descend_scan(params, ins, context)
-    if primitive is cfad.counted_loop_p:  # the loops reverse mode makes of while loops
-        return _descend_counted_loop(params, ins, context)
-    if primitive in (cd.custom_jvp_call_p, cd.custom_vjp_call_p):
-        return _run_region(params["fun"], ins, context)[0]
-    return None
-
-
-def _descend_counted_loop(params: dict, ins: list, context: list) -> Optional[_Culprit]:
-    from pyree.runtime.array import device_put_numpy
-    lo, hi, nc = int(_numpy(ins[0])), int(_numpy(ins[1])), params["num_consts"]
-    consts, carry = ins[2:2 + nc], ins[2 + nc:]
-    for i in range(hi - 1, lo - 1, -1) if params["reverse"] else range(lo, hi):
-        step = device_put_numpy(np.asarray(i, np.int32))
-        culprit, carry = _run_region(params["body"], [step] + consts + carry, context)
-        if culprit is not None:
-            return culprit
-    return None
-
-
-def _descend_scan(params: dict, ins: list, context: list) -> Optional[_Culprit]:
-    from pyree.runtime.array import device_put_numpy
-    nc, ncarry, length = params["num_consts"], params["num_carry"], params["length"]
-    body = params["body"]
-    body_ir = _region(body)[0]
-    consts, carry, xs = ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
-    xs_host = [_numpy(x) for x in xs]
-    x_vars = body_ir.in_vars[nc + ncarry:]
-    steps = range(length - 1, -1, -1) if params["reverse"] else range(length)
-    for i in steps:
-        x_i = [device_put_numpy(np.array(x[i]), weak_type=v.aval.weak_type)
-               for x, v in zip(xs_host, x_vars)]
-        culprit, outs = _run_region(body, consts + carry + x_i, context)
-        if culprit is not None:
-            return culprit
-        carry = outs[:ncarry]
-    return None
+    """Look inside an equation holding sub-IRs (control flow, custom derivatives) that
+    produced a bad value, by its primitive's rule in ``descend_rules``. None when it has no
+    rule (or its regions, run this way, produce nothing bad)."""
+    rule = descend_rules.get(eqn.primitive)
+    if rule is None:
+        return None
+    return rule(eqn.params, ins, lambda region, args: _run_region(region, list(args), context))

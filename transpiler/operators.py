@@ -18,11 +18,11 @@ import numpy as np
 from pyree import dtypes, tree_util
 from pyree.runtime.array import Array
 
-from .control_flow import closed_to_region, cond_p, region_with_extra_inputs, scan_p, while_p
-from .ir import ShapedArray
+from .control_flow import cond_p, region_with_extra_inputs, scan_p, while_p
+from .ir import ShapedArray, closed_to_region
 from .source import SourceLoc, user_loc
 from .trace import (IRBuilder, Tracer, TypedScalar, current_builder, get_aval, has_effects,
-                    tracing)
+                    trace_region, tracing)
 
 
 class ConversionError(Exception):
@@ -648,7 +648,6 @@ class _Carry:
 
 def _trace_fixpoint(carry: _Carry, make_region: Callable, extra_avals: Sequence[ShapedArray] = ()):
     """Trace the body region until the carry types are stable (weak types promote)."""
-    from .control_flow import trace_region
     for _ in range(4):
         region, consts = trace_region(make_region, list(carry.avals) + list(extra_avals))
         n = len(carry.avals)
@@ -679,7 +678,6 @@ def while_stmt(test_fn: Callable, body_fn: Callable, values: tuple, raw_meta: tu
 
 def _traced_while(test_fn: Callable, body_fn: Callable, values: tuple, meta: Meta,
                   offset: int = 0) -> tuple:
-    from .control_flow import trace_region
     carry = _Carry(values, meta, offset)
 
     def body_region(*leaves):

@@ -87,7 +87,7 @@ from .ir import IR, ClosedIR, Literal, Var, regions
 from .lower import lowering_rules
 from .spmd import array_on, select_branch, transfer
 from .trace import (Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, literal_value,
-                    located)
+                    located, trace_region)
 from .windows import conv_general_dilated_p
 
 REPLICATED = None
@@ -517,7 +517,6 @@ def _body_layouts(body: IR, fixed: list, carry_avals: list, carry: list, rows: l
     """The layouts of ``body``'s outputs when it takes ``fixed`` (layout, values) inputs, then
     carries of ``carry_avals`` in layouts ``carry`` and per-step rows ``rows`` (layout,
     aval), found by partitioning it in a region traced for that alone."""
-    from .control_flow import trace_region
     n = mesh.size
     box: list = []
     avals = [_local_aval(a, d, n) for a, d in zip(carry_avals, carry) for _ in range(n)]

@@ -21,7 +21,7 @@ from pyree.errors import (ConcretizationTypeError, TracerArrayConversionError,
                           UnexpectedTracerError)
 from pyree.runtime.array import Array, immutable_update_message
 
-from .ir import IR, Atom, ClosedIR, Eqn, Literal, ShapedArray, Var, regions
+from .ir import IR, Atom, ClosedIR, Eqn, Literal, ShapedArray, Var, closed_to_region, regions
 from .source import SourceLoc, user_loc, where
 
 
@@ -454,6 +454,21 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], top_level: bool 
         outs = fun(*args)
         closed = builder.finish(outs)
     return closed
+
+
+def trace_region(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray]
+                 ) -> tuple[IR, list]:
+    """Trace ``fun(*tracers) -> flat outputs`` as a region of the current trace.
+
+    Returns the region as an IR whose inputs are (captured values..., ``in_avals``...) and the
+    captured values themselves (outer tracers or constants), which become operands.
+    """
+    builder = IRBuilder()
+    with tracing(builder):
+        args = [builder.new_input(a) for a in in_avals]
+        outs = fun(*args)
+        closed = builder.finish(list(outs))
+    return closed_to_region(closed)
 
 
 def eval_ir(closed: ClosedIR, *args: Any) -> list[Any]:
