@@ -1,7 +1,8 @@
 """The transpiler's layers import nothing above themselves, not even inside a function: the
 core (source positions, the IR, tracing, the primitives) nothing above the core; the
-interpreters (AD, batching, pruning, NaN checks) nothing but the core and each other. What they
-need from above is installed as a hook (``trace.hooks``, ``nan_check.apply_unchecked``) or
+interpreters (AD, batching, pruning, NaN checks) nothing but the core and each other; the
+backend's machinery (lowering, eager) no primitive family and no front end. What they need from
+above is installed as a hook (``trace.hooks``, ``nan_check.apply_unchecked``) or
 registered by the families that hold the primitives (``prune.pruning_rules``,
 ``nan_check.descend_rules``, the rule tables)."""
 import ast
@@ -16,6 +17,10 @@ import pyree.numpy as jnp
 TRANSPILER = pathlib.Path(pyree.transpiler.__file__).parent
 CORE = ("source", "ir", "trace", "primitives")
 INTERPRETERS = ("ad", "ad_rules", "batching", "prune", "nan_check")
+# The backend's machinery, with the helpers it builds on (numerics, pyree's CUDA kernels, the
+# eager warm-up). The families sit above it (they hold their lowering rules), and so does jit,
+# which converts the user's function (the front end) and partitions programs over meshes.
+BACKEND = ("lower", "eager", "eager_warmup", "cuda_gemm", "float32_math", "float64_math")
 # Below the transpiler: the runtime, and the leaf modules of dtypes, error types, options and
 # pytrees.
 BELOW = ("pyree.runtime", "pyree.dtypes", "pyree.errors")
@@ -66,6 +71,12 @@ def test_the_interpreters_import_only_the_core_and_each_other(module):
     assert not wrong, wrong
 
 
+@pytest.mark.parametrize("module", BACKEND)
+def test_the_backend_imports_no_family_and_no_front_end(module):
+    wrong = _imports_above(module, CORE + INTERPRETERS + BACKEND, LEAVES)
+    assert not wrong, wrong
+
+
 def test_the_hooks_the_layers_above_install():
     from pyree.transpiler import convert, eager, trace
     assert trace.hooks.apply_now is eager.apply
@@ -74,6 +85,11 @@ def test_the_hooks_the_layers_above_install():
     assert nan_check.apply_unchecked is eager.apply_unchecked
     assert prune.pruning_rules[control_flow.while_p] is not None
     assert control_flow.cond_p in nan_check.descend_rules
+    from pyree.transpiler import eager, gather_scatter, loop_rotation, lower, windows
+    assert [r for _, r in lower.REWRITES_BEFORE_LOWERING] == [loop_rotation.rotate_loops,
+                                                               gather_scatter.sink_gathers]
+    assert control_flow.cond_p in eager.BRANCH_PRIMITIVES
+    assert windows.conv_general_dilated_p in lower.WORK_ESTIMATES
     # bind outside a trace runs on the device through the hook
     np.testing.assert_allclose(jnp.sin(jnp.arange(3.0)), np.sin(np.arange(3.0)), rtol=1e-6)
     with pytest.raises(TypeError, match="no core hook named"):

@@ -1,30 +1,31 @@
 """pyree's transpiler: Python source -> IR -> MLIR.
 
-Its modules, grouped by layer from the core up. The core imports nothing above itself, and
-the interpreters nothing but the core and each other (tests/test_layers.py): what they need
-from above is installed as a hook (``trace.hooks``: ``eager`` runs a primitive bound outside
-any trace, ``convert`` explains why a function was not converted; ``nan_check.apply_unchecked``)
-or registered by the family holding the primitive (``prune.pruning_rules``,
-``nan_check.descend_rules``, the rule tables). Above the interpreters, imports still reach up:
-the families hold their lowering rules and import ``lower``/``eager``.
+Its modules, grouped by layer from the core up; each imports nothing from the layers above it
+(tests/test_layers.py checks the first three). What a layer needs from above is installed as a
+hook (``trace.hooks``: ``eager`` runs a primitive bound outside any trace, ``convert`` explains
+why a function was not converted; ``nan_check.apply_unchecked``) or registered by the module
+that defines it (the rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``,
+``eager.BRANCH_PRIMITIVES``, ``lower.WORK_ESTIMATES``, ``lower.rewrite_before_lowering``).
 
 * core: ``source`` (user source positions), ``ir`` (the IR, its region walks and rewrites),
   ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (the primitives of arrays and
   their shape rules).
 * interpreters: ``ad`` and ``ad_rules`` (derivatives), ``batching`` (``vmap``), ``prune``
   (dead code), ``nan_check`` (``debug_nans``).
+* backend machinery: ``lower`` (IR -> MLIR), ``eager`` (primitives run outside ``jit``) and
+  ``eager_warmup``, ``cuda_gemm`` (pyree's CUDA kernels; ``build_cuda_kernels`` builds their
+  PTX); numerics the lowering rules build on: ``float32_math``, ``float64_math``.
 * primitive families, each with all of its rules: ``control_flow`` with
-  ``control_flow_ad`` and ``control_flow_batching`` (``cond``/``while``/``scan``),
+  ``control_flow_ad`` and ``control_flow_batching`` (``cond``/``while``/``scan``) and the
+  rewrites of loops before lowering (``loop_rotation``, ``loop_hoisting``),
   ``gather_scatter``, ``sorting``, ``windows`` (convolution), ``collectives``,
   ``custom_derivatives``, ``linear_solve``, ``host_callbacks``, ``checks`` (``print``,
-  ``assert``), ``special``, ``igamma``; numerics they build on: ``float32_math``,
-  ``float64_math``.
-* backend: ``lower`` (IR -> MLIR), IR rewrites before it (``loop_rotation``,
-  ``loop_hoisting``), ``cuda_gemm`` (pyree's CUDA kernels; ``build_cuda_kernels`` builds their
-  PTX), ``eager`` (primitives run outside ``jit``) and ``eager_warmup``, ``jit``; the
-  multi-device programs ``spmd`` (``pmap``) and ``partition`` (``jit`` over a mesh).
+  ``assert``), ``special``, ``igamma``.
+* programs: ``jit``, and the multi-device programs ``spmd`` (``pmap``) and ``partition``
+  (``jit`` over a mesh).
 * front end: ``convert`` (the AST rewrite of Python control flow) and ``operators`` (what
-  converted code calls).
+  converted code calls). ``jit`` and ``convert`` import each other: jit converts the user's
+  function before tracing it.
 
 ``converted_source(fn)`` shows the Python that pyree runs in place of ``fn`` under ``jit``.
 """
@@ -34,7 +35,7 @@ from .convert import converted_source
 
 __all__ = ["converted_source"]
 
-# Families whose rules no module imports them for: importing the transpiler registers them
-# (a family module registers its primitives' rules when it is imported).
-for _family in ("control_flow", "host_callbacks"):
+# Modules that only register (a family's rules, a rewrite before lowering) and that no module
+# imports them for: importing the transpiler registers them.
+for _family in ("control_flow", "host_callbacks", "gather_scatter", "loop_rotation"):
     importlib.import_module(f".{_family}", __name__)

@@ -35,7 +35,7 @@ CONTROL_FLOW = frozenset({cond_p, while_p, scan_p})
 # Eagerly: compiled per shape (their regions are arbitrary programs); cond's branch is chosen
 # on the host.
 eager.STATIC_SHAPE_PRIMITIVES.update(CONTROL_FLOW)
-eager.BRANCH_PRIMITIVES.add(cond_p)
+eager.BRANCH_PRIMITIVES[cond_p] = lambda params, index: taken_branch(params["branches"], index)
 
 
 # -- tracing regions --------------------------------------------------------------------------

@@ -163,10 +163,11 @@ def view(x: Array, aval: ShapedArray) -> Array:
 
 # -- apply ---------------------------------------------------------------------------------------
 
-def _apply_cond(arrays: Sequence[Array], avals_out: Sequence[ShapedArray], branches: tuple,
+def _apply_cond(arrays: Sequence[Array], avals_out: Sequence[ShapedArray], taken: Any,
                 device: Optional[Device]) -> list[Array]:
-    """An eager cond runs the branch its index picks, op by op, as a Python ``if`` on a
-    concrete value would (the index is read on the host: the branch taken is known anyway).
+    """An eager cond runs the branch its index picks (``taken``, an IR), op by op, as a Python
+    ``if`` on a concrete value would (the index is read on the host: the branch taken is known
+    anyway).
 
     Compiled whole, eager conds met IREE 3.13 VM bugs that no jitted program of the suite
     met: a 17-operand cond nested in another (JAX's physical_optimization example under
@@ -175,8 +176,6 @@ def _apply_cond(arrays: Sequence[Array], avals_out: Sequence[ShapedArray], branc
     runs, so its effects (prints, callbacks) are the only ones, and nothing is compiled
     but the branch's eager kernels."""
     from .trace import read_env
-    from .control_flow import taken_branch
-    taken = taken_branch(branches, arrays[0])
     env = dict(zip(taken.in_vars, arrays[1:]))
     # Unchecked, as one compiled cond was: debug_nans checks the cond's results (apply).
     for eqn in taken.eqns:
@@ -254,7 +253,8 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
         # static shapes, IREE leaves the empty tensors out.
         return _apply_static(primitive, arrays, avals_out, params)
     if primitive in BRANCH_PRIMITIVES:
-        return _apply_cond(arrays, avals_out, params["branches"], device)
+        taken = BRANCH_PRIMITIVES[primitive](params, arrays[0])
+        return _apply_cond(arrays, avals_out, taken, device)
     static_when = STATIC_SHAPE_WHEN.get(primitive)
     if primitive in STATIC_SHAPE_PRIMITIVES or (
             static_when is not None and static_when(avals_in, params)):
@@ -325,8 +325,9 @@ def _apply_kernel(primitive, arrays: list, avals_in: list, avals_out: list,
 STATIC_SHAPE_PRIMITIVES: set = set()
 # their operand is their result (stop_gradient, sharding_constraint);
 PASS_THROUGH_PRIMITIVES: set = set()
-# the branch to run is chosen on the host, from the index operand (cond; _apply_cond).
-BRANCH_PRIMITIVES: set = set()
+# the branch to run is chosen on the host, from the index operand (cond; _apply_cond):
+# primitive -> taken(params, index) -> the branch's IR.
+BRANCH_PRIMITIVES: dict[Any, Any] = {}
 # Primitives compiled per shape only for some operands: primitive -> predicate(avals, params)
 # (a sort is quadratic in a shape-polymorphic kernel; per shape it can be a sorting network).
 STATIC_SHAPE_WHEN: dict[Any, Any] = {}

@@ -34,8 +34,8 @@ from .batching import batching_rules, broadcast_batched, moveaxis, to_front, wit
 from .eager import STATIC_SHAPE_PRIMITIVES
 from .ir import IR, Eqn, ShapedArray, Var, inline, map_regions
 from .lower import (BF16_KEPT_PRIMITIVES, BF16_KEPT_WHEN, _compare, _reduce, fresh_copy,
-                    fusion_barrier, hlo, i64_array, i64_attr, lowering_rules, mlir, op, scalar_like,
-                    tensor_type)
+                    fusion_barrier, hlo, i64_array, i64_attr, lowering_rules, mlir, op,
+                    rewrite_before_lowering, scalar_like, tensor_type)
 from .trace import (Primitive, TypedScalar, abstract_eval_rules, get_aval, located, read_env,
                     trace_to_ir)
 
@@ -1205,3 +1205,6 @@ def _in_bounds(idx: Any, operand_shape: tuple, params: dict, out_shape: tuple
     batch, _ = _output_dims(dn, len(operand_shape), len(out_shape))
     return P.broadcast_in_dim_p.bind(mask, shape=tuple(out_shape),
                                      broadcast_dimensions=tuple(batch))
+
+
+rewrite_before_lowering(20, sink_gathers)

@@ -29,7 +29,7 @@ from .convert import converted
 from .operators import Undefined
 from .eager import operands_device, to_array
 from .ir import IR, ClosedIR, ShapedArray, Var
-from .lower import (LoweredModule, initial_carries_released, lower_closed_ir,
+from .lower import (WORK_ESTIMATES, LoweredModule, initial_carries_released, lower_closed_ir,
                     takes_caller_storage)
 from .prune import prune_ir
 from .source import where
@@ -62,21 +62,17 @@ def estimate_work(closed: ClosedIR) -> int:
     gradients ran inline). Loop bodies are not multiplied by their trip counts: counted so,
     the unbatched RNN scans of benchmarks/run.py (100 steps of a 256-wide matvec) went to
     the worker pool and took 2.6 ms instead of ~0.7 ms; small steps run best inline."""
-    from .windows import conv_general_dilated_p
     work = 0
     for eqn in closed.ir.eqns:
         size = sum(v.aval.size for v in eqn.outputs)
         if eqn.primitive is P.dot_general_p:
             (lc, _), _ = eqn.params["dimension_numbers"]
             size *= math.prod(eqn.inputs[0].aval.shape[d] for d in lc)
-        elif eqn.primitive is conv_general_dilated_p:
-            # Each output element reads one output feature's slice of the kernel.
-            rhs = eqn.inputs[1].aval
-            out_features = rhs.shape[eqn.params["dimension_numbers"].rhs_spec[0]]
-            size *= max(rhs.size // max(out_features, 1), 1)
         elif eqn.primitive in (P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_prod_p,
                                P.argmax_p, P.argmin_p):
             size = eqn.inputs[0].aval.size
+        elif eqn.primitive in WORK_ESTIMATES:
+            size = WORK_ESTIMATES[eqn.primitive](eqn)
         work += size
     return work
 

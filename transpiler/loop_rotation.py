@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from .control_flow import while_p
 from .ir import IR, Eqn, Var, inline, map_regions
+from .lower import rewrite_before_lowering
 from .prune import reads
 from .trace import has_effects
 
@@ -84,3 +85,6 @@ def _rotated(eqn: Eqn) -> list[Eqn]:
                dict(p, cond_ir=cond, body_ir=body, cond_nconsts=0, body_nconsts=cn + bn),
                results, eqn.loc)
     return first_eqns + [loop]
+
+
+rewrite_before_lowering(10, rotate_loops)

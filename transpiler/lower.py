@@ -700,14 +700,35 @@ def device_promise(index: int):
     return mlir().Attribute.parse(f"#hal.device.promise<@{device_symbol(index)}>")
 
 
+# How many element operations an equation of a primitive does, where that is more than the
+# size of its results (jit.estimate_work, which picks the driver a call runs on): Eqn -> int,
+# registered by the families (a convolution's multiply-adds: windows.py).
+WORK_ESTIMATES: dict[Any, Callable[[Eqn], int]] = {}
+
+
+# Rewrites of the IR before it is lowered, IR -> IR, installed by the modules that define them
+# with their place in the order: while loops rotated (loop_rotation.py, 10), then gathers moved
+# into the elementwise expressions they read (gather_scatter.sink_gathers, 20). What nothing
+# reads is pruned after them.
+REWRITES_BEFORE_LOWERING: list[tuple[int, Callable[[IR], IR]]] = []
+
+
+def rewrite_before_lowering(position: int, rewrite: Callable[[IR], IR]) -> None:
+    """Install ``rewrite`` (IR -> IR) to run on every IR before it is lowered, ordered by
+    ``position``.
+
+    Example: ``rewrite_before_lowering(10, rotate_loops)``"""
+    REWRITES_BEFORE_LOWERING.append((position, rewrite))
+    REWRITES_BEFORE_LOWERING.sort(key=lambda entry: entry[0])
+
+
 def _as_lowered(ir: IR) -> IR:
-    """``ir`` as it is lowered: while loops rotated (loop_rotation.py), gathers moved into the
-    elementwise expressions they read (gather_scatter.sink_gathers), then what nothing reads
+    """``ir`` as it is lowered: the REWRITES_BEFORE_LOWERING in order, then what nothing reads
     pruned."""
-    from .gather_scatter import sink_gathers
-    from .loop_rotation import rotate_loops
     from .prune import prune_ir
-    return prune_ir(sink_gathers(rotate_loops(ir)))
+    for _, rewrite in REWRITES_BEFORE_LOWERING:
+        ir = rewrite(ir)
+    return prune_ir(ir)
 
 
 def _lower_closed_ir(closed: ClosedIR, function: str, caller_storage: bool,

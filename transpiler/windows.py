@@ -29,9 +29,9 @@ from . import primitives as P
 from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules, zeros
 from .batching import batching_rules
 from .ir import ShapedArray
-from .lower import (BF16_CONTRACTIONS, Lowering, RuleContext, _bf16_split_product,
-                    _concatenate_rule, _splits_float32, contraction_operand, fusion_barrier, hlo,
-                    lowering_rules, mlir, op, scalar_like, tensor_type)
+from .lower import (BF16_CONTRACTIONS, WORK_ESTIMATES, Lowering, RuleContext,
+                    _bf16_split_product, _concatenate_rule, _splits_float32, contraction_operand,
+                    fusion_barrier, hlo, lowering_rules, mlir, op, scalar_like, tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
 
@@ -548,6 +548,16 @@ def _data_tiling_pays(lhs_aval: ShapedArray, rhs_aval: ShapedArray, out_aval: Sh
 
 
 lowering_rules[conv_general_dilated_p] = _conv_lowering
+
+
+def _conv_work(eqn) -> int:
+    # Each output element reads one output feature's slice of the kernel.
+    rhs = eqn.inputs[1].aval
+    out_features = rhs.shape[eqn.params["dimension_numbers"].rhs_spec[0]]
+    return eqn.outputs[0].aval.size * max(rhs.size // max(out_features, 1), 1)
+
+
+WORK_ESTIMATES[conv_general_dilated_p] = _conv_work
 
 
 # -- helpers on traced values ----------------------------------------------------------------------
