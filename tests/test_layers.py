@@ -1,8 +1,8 @@
 """The transpiler's layers import nothing above themselves, not even inside a function: the
 core (source positions, the IR, tracing, the primitives) nothing above the core; the
 interpreters (AD, batching, pruning, NaN checks) nothing but the core and each other; the
-backend's machinery (lowering, eager) no primitive family and no front end. What they need from
-above is installed as a hook (``trace.hooks``, ``nan_check.apply_unchecked``) or
+backend's machinery (lowering, eager) no primitive family and no front end; nothing below the
+front end imports it. What they need from above is installed as a hook (``trace.hooks``, ``nan_check.apply_unchecked``) or
 registered by the families that hold the primitives (``prune.pruning_rules``,
 ``nan_check.descend_rules``, the rule tables)."""
 import ast
@@ -77,10 +77,24 @@ def test_the_backend_imports_no_family_and_no_front_end(module):
     assert not wrong, wrong
 
 
+FRONT_END = ("convert", "operators")
+
+
+def test_only_the_front_end_imports_the_front_end():
+    # (jit and the custom derivative rules get the user's function converted through
+    # trace.hooks.converted)
+    wrong = [f"{path.stem}.py:{line} imports {name}"
+             for path in TRANSPILER.glob("*.py") if path.stem not in FRONT_END + ("__init__",)
+             for name, line in _imports(path.stem)
+             if name.split(".")[-1] in FRONT_END or name in FRONT_END]
+    assert not wrong, wrong
+
+
 def test_the_hooks_the_layers_above_install():
     from pyree.transpiler import convert, eager, trace
     assert trace.hooks.apply_now is eager.apply
     assert trace.hooks.explain_unconverted is convert.explain_unconverted
+    assert trace.hooks.converted is convert.converted
     from pyree.transpiler import control_flow, nan_check, prune
     assert nan_check.apply_unchecked is eager.apply_unchecked
     assert prune.pruning_rules[control_flow.while_p] is not None

@@ -1,7 +1,8 @@
 """pyree's transpiler: Python source -> IR -> MLIR.
 
 Its modules, grouped by layer from the core up; each imports nothing from the layers above it
-(tests/test_layers.py checks the first three). What a layer needs from above is installed as a
+(tests/test_layers.py checks the core, the interpreters, the backend's machinery and the
+front end). What a layer needs from above is installed as a
 hook (``trace.hooks``: ``eager`` runs a primitive bound outside any trace, ``convert`` explains
 why a function was not converted; ``nan_check.apply_unchecked``) or registered by the module
 that defines it (the rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``,
@@ -24,8 +25,8 @@ that defines it (the rule tables, ``prune.pruning_rules``, ``nan_check.descend_r
 * programs: ``jit``, and the multi-device programs ``spmd`` (``pmap``) and ``partition``
   (``jit`` over a mesh).
 * front end: ``convert`` (the AST rewrite of Python control flow) and ``operators`` (what
-  converted code calls). ``jit`` and ``convert`` import each other: jit converts the user's
-  function before tracing it.
+  converted code calls). Nothing below imports it: jit and the custom derivative rules get the
+  user's function converted through ``trace.hooks.converted``.
 
 ``converted_source(fn)`` shows the Python that pyree runs in place of ``fn`` under ``jit``.
 """

@@ -116,9 +116,6 @@ def explain_unconverted(code: Any) -> str:
             f"{reason}.")
 
 
-trace.hooks.install(explain_unconverted=explain_unconverted)
-
-
 def converted(fn: Any) -> Any:
     """``fn`` with its control flow converted, or ``fn`` itself when it is library code or
     cannot be converted (the reason is kept for error messages).
@@ -1076,3 +1073,13 @@ class _ControlFlow(ast.NodeTransformer):
             ast.copy_location(sub, node)
         return ast.copy_location(ast.Call(func=wrapper, args=[func] + node.args,
                                           keywords=node.keywords), node)
+
+
+def _reject_undefined(value: Any) -> None:
+    """Raise the error of a variable left undefined on some path when ``value`` is one."""
+    if isinstance(value, operators.Undefined):
+        value.fail()
+
+
+trace.hooks.install(explain_unconverted=explain_unconverted, converted=converted,
+                    reject_undefined=_reject_undefined)

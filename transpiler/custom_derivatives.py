@@ -14,12 +14,11 @@ from typing import Any, Sequence
 from pyree import tree_util
 
 from . import ad, eager
-from .convert import converted  # user rules get Python control flow on traced values too
 from .ad import Zero, instantiate, jvp_rules, tangent_aval, transpose_rules
 from .ir import IR, ShapedArray
 from .nan_check import descend_rules
 from .lower import BF16_KEPT_PRIMITIVES, Lowering, RuleContext, lowering_rules
-from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval, located
+from .trace import Primitive, TypedScalar, abstract_eval_rules, get_aval, hooks, located
 
 stop_gradient_p = Primitive("stop_gradient")
 abstract_eval_rules[stop_gradient_p] = lambda x: x
@@ -90,8 +89,9 @@ def _custom_jvp_rule(primals, tangents, *, fun, info):
     primal_tree = tree_util.tree_unflatten(info.in_tree, list(args))
     tangent_tree = tree_util.tree_unflatten(info.in_tree, t_args)
     with located(None):  # the user's rule: its own lines
-        out, t_out = converted(info.rule)(*[v for _, v in info.nondiff], tuple(primal_tree),
-                               tuple(tangent_tree))
+        # (the user's rule with its Python control flow on traced values converted too)
+        rule = hooks.converted(info.rule)
+        out, t_out = rule(*[v for _, v in info.nondiff], tuple(primal_tree), tuple(tangent_tree))
     out_leaves, out_tree = tree_util.tree_flatten(out)
     t_leaves, t_tree = tree_util.tree_flatten(t_out)
     if out_tree != info.out_tree or t_tree != info.out_tree:
@@ -116,7 +116,7 @@ def _custom_vjp_rule(primals, tangents, *, fun, info):
     arg_tree = tree_util.tree_unflatten(info.in_tree, list(args))
     full = _with_nondiff(info.nondiff, tuple(arg_tree))
     with located(None):  # the user's rule: its own lines
-        result = converted(fwd)(*full)
+        result = hooks.converted(fwd)(*full)
     if not isinstance(result, tuple) or len(result) != 2:
         raise TypeError("a custom_vjp fwd function must return a pair (output, residuals)")
     out, residuals = result
@@ -169,7 +169,7 @@ def _custom_lin_transpose(cts, *args, info, out_avals):
     residuals = tree_util.tree_unflatten(res_tree, list(args[:n_res]))
     ct_tree = tree_util.tree_unflatten(info.out_tree, [instantiate(c) for c in cts])
     with located(None):  # the user's rule: its own lines
-        in_cts = converted(bwd)(*[v for _, v in info.nondiff], residuals, ct_tree)
+        in_cts = hooks.converted(bwd)(*[v for _, v in info.nondiff], residuals, ct_tree)
     if not isinstance(in_cts, (tuple, list)):
         raise TypeError("a custom_vjp bwd function must return a tuple with one cotangent per "
                         "differentiated argument")

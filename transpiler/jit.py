@@ -25,15 +25,13 @@ from pyree.runtime.executable import CALLER_STORAGE_PLATFORMS, Executable
 
 from . import checks, nan_check
 from . import primitives as P
-from .convert import converted
-from .operators import Undefined
 from .eager import operands_device, to_array
 from .ir import IR, ClosedIR, ShapedArray, Var
 from .lower import (WORK_ESTIMATES, LoweredModule, initial_carries_released, lower_closed_ir,
                     takes_caller_storage)
 from .prune import prune_ir
 from .source import where
-from .trace import (Tracer, _state, canonicalize_array, eval_ir, get_aval, has_effects,
+from .trace import (Tracer, _state, canonicalize_array, eval_ir, get_aval, has_effects, hooks,
                     trace_to_ir)
 
 _SCALARS = (bool, int, float, complex)
@@ -294,7 +292,7 @@ class JitFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _state.builders:
             # Inside another trace: inline this function's body into it.
-            return converted(self._fun)(*args, **kwargs)
+            return hooks.converted(self._fun)(*args, **kwargs)
         if _jit_disabled:
             return self._fun(*args, **kwargs)  # op by op, as written (config disable_jit)
         if not kwargs and self._simple:
@@ -415,11 +413,10 @@ class JitFunction:
         def flat_fun(*tracers):
             dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(tracers))
             args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
-            out = float0_in_structure(converted(self._fun)(*args, **kwargs))
+            out = float0_in_structure(hooks.converted(self._fun)(*args, **kwargs))
             out_leaves, out_tree = tree_util.tree_flatten(out)
             for leaf in out_leaves:
-                if isinstance(leaf, Undefined):
-                    leaf.fail()
+                hooks.reject_undefined(leaf)
                 if not isinstance(leaf, (Tracer, Array, np.ndarray, np.generic) + _SCALARS):
                     raise TypeError(
                         f"jitted function {getattr(self._fun, '__name__', '?')} returned a value "

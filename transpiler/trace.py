@@ -202,8 +202,11 @@ def _unconverted_note() -> str:
 # -- what the core asks of the layers above it ---------------------------------------------------
 # The core (source, ir, trace, primitives) imports nothing above itself. What it needs from
 # above is installed there when those modules are imported, as Autodidax's bottom evaluator
-# is: how a primitive runs now, on a device (eager.py), and why a function the user wrote was
-# not converted into structured control flow (convert.py).
+# is: how a primitive runs now, on a device (eager.py); and from the AST front end (convert.py),
+# why a function the user wrote was not converted into structured control flow, the function
+# with its control flow converted (what jit traces, and the user's custom derivative rules),
+# and the error for a result that is the front end's marker of a variable left undefined on
+# some path.
 
 def _no_evaluator(primitive: "Primitive", args: Sequence[Any], params: dict) -> list:
     raise RuntimeError(f"{primitive} was applied outside any trace and no evaluator is "
@@ -220,6 +223,8 @@ class Hooks:
     """
     apply_now: Callable[["Primitive", Sequence[Any], dict], list] = staticmethod(_no_evaluator)
     explain_unconverted: Callable[[Any], str] = staticmethod(lambda code: "")
+    converted: Callable[[Callable], Callable] = staticmethod(lambda fn: fn)
+    reject_undefined: Callable[[Any], None] = staticmethod(lambda value: None)
 
     def install(self, **hooks: Callable) -> None:
         for name, fn in hooks.items():
