@@ -1,12 +1,14 @@
 """pyree's transpiler: Python source -> IR -> MLIR.
 
-Its modules, grouped by layer from the core up; each imports nothing from the layers above it
-(tests/test_layers.py checks the core, the interpreters, the backend's machinery and the
-front end). What a layer needs from above is installed as a
-hook (``trace.hooks``: ``eager`` runs a primitive bound outside any trace, ``convert`` explains
-why a function was not converted; ``nan_check.apply_unchecked``) or registered by the module
-that defines it (the rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``,
-``eager.BRANCH_PRIMITIVES``, ``lower.WORK_ESTIMATES``, ``lower.rewrite_before_lowering``).
+Its modules, grouped by layer from the core up. The core, the interpreters and the backend's
+machinery import nothing from the layers above them, and nothing below the front end imports it
+(tests/test_layers.py); the families and the programs (jit and the multi-device interpreters
+spmd and partition, which hold rules per primitive and build on the families) still import one
+another. What a layer needs from above is installed as a hook (``trace.hooks``: ``eager`` runs
+a primitive bound outside any trace; ``convert`` explains why a function was not converted and
+converts one; ``nan_check.apply_unchecked``) or registered by the module that defines it (the
+rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``, ``eager.BRANCH_PRIMITIVES``,
+``lower.WORK_ESTIMATES``, ``lower.rewrite_before_lowering``).
 
 * core: ``source`` (user source positions), ``ir`` (the IR, its region walks and rewrites),
   ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (the primitives of arrays and
