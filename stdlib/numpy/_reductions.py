@@ -11,12 +11,11 @@ __all__ = [
 
 import builtins
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from pyree import dtypes, lax
-from pyree.transpiler import primitives as P
 from pyree.transpiler.jit import compiled_when_hot
 from pyree.transpiler.trace import get_aval
 
@@ -42,7 +41,7 @@ def _keepdims(result: Any, shape: tuple, axes: tuple) -> Any:
     return lax.reshape(result, kept)
 
 
-def _reduce(name: str, prim, a: Any, axis: Any, dtype: Any, keepdims: bool, initial: Any,
+def _reduce(name: str, reduction: Callable, a: Any, axis: Any, dtype: Any, keepdims: bool, initial: Any,
             where: Any, identity: Any, upcast: bool) -> Any:
     check_arraylike(name, a)
     aval = get_aval(a)
@@ -52,9 +51,9 @@ def _reduce(name: str, prim, a: Any, axis: Any, dtype: Any, keepdims: bool, init
         out_dtype = _upcast_integer(aval.dtype) if upcast else aval.dtype
     # The result is strongly typed even for a weakly typed operand (as in JAX).
     a = convert(a, out_dtype)
-    if out_dtype == np.bool_ and prim in (P.reduce_sum_p, P.reduce_prod_p):
+    if out_dtype == np.bool_ and reduction in (lax.reduce_sum, lax.reduce_prod):
         # sum/prod with dtype=bool are any/all (JAX's bool_op).
-        prim = P.reduce_or_p if prim is P.reduce_sum_p else P.reduce_and_p
+        reduction = lax.reduce_or if reduction is lax.reduce_sum else lax.reduce_and
     if where is not None:
         # Masked-out elements take the identity; max/min have none and take `initial`
         # (added to the result once more below, which is harmless for them).
@@ -65,11 +64,12 @@ def _reduce(name: str, prim, a: Any, axis: Any, dtype: Any, keepdims: bool, init
         a = lax.select(mask, a, typed_scalar(fill, out_dtype))
     if identity is None and initial is None and builtins.any(aval.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-    result = prim.bind(a, axes=axes)
+    result = reduction(a, axes)
     if initial is not None:
-        combine = {P.reduce_sum_p: P.add_p, P.reduce_prod_p: P.mul_p, P.reduce_max_p: P.max_p,
-                   P.reduce_min_p: P.min_p, P.reduce_or_p: P.or_p, P.reduce_and_p: P.and_p}[prim]
-        result = combine.bind(result, typed_scalar(initial, out_dtype))
+        combine = {lax.reduce_sum: lax.add, lax.reduce_prod: lax.mul, lax.reduce_max: lax.max,
+                   lax.reduce_min: lax.min, lax.reduce_or: lax.bitwise_or,
+                   lax.reduce_and: lax.bitwise_and}[reduction]
+        result = combine(result, typed_scalar(initial, out_dtype))
     if keepdims:
         result = _keepdims(result, aval.shape, axes)
     return result
@@ -88,7 +88,7 @@ def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims:
     aval = get_aval(a) if not isinstance(a, (list, tuple)) else None
     if aval is not None and aval.dtype == np.bool_ and dtype is None:
         a = convert(a, _upcast_integer(aval.dtype))
-    return _reduce("sum", P.reduce_sum_p, a, axis, dtype, keepdims, initial, where, 0, True)
+    return _reduce("sum", lax.reduce_sum, a, axis, dtype, keepdims, initial, where, 0, True)
 
 
 def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
@@ -103,7 +103,7 @@ def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims
     aval = get_aval(a) if not isinstance(a, (list, tuple)) else None
     if aval is not None and aval.dtype == np.bool_ and dtype is None:
         a = convert(a, _upcast_integer(aval.dtype))
-    return _reduce("prod", P.reduce_prod_p, a, axis, dtype, keepdims, initial, where, 1, True)
+    return _reduce("prod", lax.reduce_prod, a, axis, dtype, keepdims, initial, where, 1, True)
 
 
 def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None,
@@ -117,7 +117,7 @@ def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, init
     _no_out(out)
     if _is_complex(a):
         return _complex_extremum(max, a, axis, keepdims, initial, where)
-    return _reduce("max", P.reduce_max_p, a, axis, None, keepdims, initial, where, None, False)
+    return _reduce("max", lax.reduce_max, a, axis, None, keepdims, initial, where, None, False)
 
 
 def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None,
@@ -131,7 +131,7 @@ def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, init
     _no_out(out)
     if _is_complex(a):
         return _complex_extremum(min, a, axis, keepdims, initial, where)
-    return _reduce("min", P.reduce_min_p, a, axis, None, keepdims, initial, where, None, False)
+    return _reduce("min", lax.reduce_min, a, axis, None, keepdims, initial, where, None, False)
 
 
 amax, amin = max, min
@@ -179,7 +179,7 @@ def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
     _no_out(out)
     check_arraylike("all", a)
     a = convert(a, np.dtype(np.bool_))
-    return _reduce("all", P.reduce_and_p, a, axis, None, keepdims, None, where, True, False)
+    return _reduce("all", lax.reduce_and, a, axis, None, keepdims, None, where, True, False)
 
 
 def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
@@ -193,7 +193,7 @@ def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
     _no_out(out)
     check_arraylike("any", a)
     a = convert(a, np.dtype(np.bool_))
-    return _reduce("any", P.reduce_or_p, a, axis, None, keepdims, None, where, False, False)
+    return _reduce("any", lax.reduce_or, a, axis, None, keepdims, None, where, False, False)
 
 
 _HALF = (np.dtype(np.float16), np.dtype(dtypes.bfloat16))

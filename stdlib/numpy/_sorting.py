@@ -54,7 +54,7 @@ def _sort(operands: Sequence[Any], dimension: int, num_keys: int = 1,
 
 
 def _iota(shape: tuple, dimension: int, dtype: np.dtype = _I32) -> Any:
-    return P.iota_p.bind(dtype=dtype, shape=tuple(shape), dimension=dimension)
+    return lax.broadcasted_iota(dtype, shape, dimension)
 
 
 def _ravel(x: Any) -> Any:
@@ -632,8 +632,7 @@ def _quantile_rows(x: Any, q: Any, n: int, method: str, ignore_nan: bool, dtype:
     sorted_x = _sort([x], len(rows_shape))[0]
     nan_rows = lax.reduce_or(_isnan(x), axes=(nr,))
     if ignore_nan:
-        valid = P.convert_element_type_p.bind(_count(lax.bitwise_not(_isnan(x)), (nr,)),
-                                              new_dtype=dtype, weak_type=False)
+        valid = lax.convert_element_type(_count(lax.bitwise_not(_isnan(x)), (nr,)), dtype)
         last = lax.broadcast_in_dim(lax.sub(valid, typed_scalar(1, dtype)),
                                     shape=out_shape,
                                     broadcast_dimensions=tuple(range(nq, nq + nr)))
@@ -646,7 +645,7 @@ def _quantile_rows(x: Any, q: Any, n: int, method: str, ignore_nan: bool, dtype:
                                  broadcast_dimensions=tuple(range(nq, nq + nr + 1)))
 
     def at(pos: Any) -> Any:
-        index = P.convert_element_type_p.bind(pos, new_dtype=_I32, weak_type=False)
+        index = lax.convert_element_type(pos, _I32)
         index = lax.min(lax.max(index, typed_scalar(0, _I32)), typed_scalar(n - 1, _I32))
         return _take_last(table, index)
 

@@ -29,7 +29,6 @@ import numpy as np
 
 from pyree import dtypes, lax
 from pyree.runtime.array import Array
-from pyree.transpiler import primitives as P
 from pyree.transpiler.jit import compiled_when_hot
 from pyree.transpiler.trace import get_aval
 
@@ -42,13 +41,15 @@ def _doc(fn: Callable, summary: str, example: str) -> Callable:
     return fn
 
 
-def _unary(name: str, prim, promote=promote_dtypes_inexact, summary: str = "") -> Callable:
+def _unary(name: str, op: Callable, promote=promote_dtypes_inexact, summary: str = "",
+           example: str = "") -> Callable:
+    """The ufunc ``name``: its operand checked and promoted, then the lax function ``op``."""
     def fn(x: Any) -> Any:
         check_arraylike(name, x)
         (x,) = promote(x)
-        return prim.bind(x)
+        return op(x)
     fn.__name__ = name
-    return _doc(fn, summary or f"Elementwise {name}.", f"jnp.{name}(x)")
+    return _doc(fn, summary or f"Elementwise {name}.", example or f"jnp.{name}(x)")
 
 
 def _broadcasts_compiled_when_hot(fn: Callable) -> Callable:
@@ -67,61 +68,63 @@ def _broadcasts_compiled_when_hot(fn: Callable) -> Callable:
     return ufunc
 
 
-def _binary(name: str, prim, promote=promote_dtypes, summary: str = "") -> Callable:
+def _binary(name: str, op: Callable, promote=promote_dtypes, summary: str = "") -> Callable:
+    """The ufunc ``name``: its operands checked, promoted and broadcast, then the lax function
+    ``op``."""
     def fn(x: Any, y: Any) -> Any:
         check_arraylike(name, x, y)
         x, y = promote(x, y)
         x, y = broadcast_operands(x, y, op=name)
-        return prim.bind(x, y)
+        return op(x, y)
     fn.__name__ = name
     return _broadcasts_compiled_when_hot(
         _doc(fn, summary or f"Elementwise {name}, broadcasting.", f"jnp.{name}(x, y)"))
 
 
-exp = _unary("exp", P.exp_p)
-log = _unary("log", P.log_p)
-log1p = _unary("log1p", P.log1p_p)
-expm1 = _unary("expm1", P.expm1_p)
-sin = _unary("sin", P.sin_p)
-cos = _unary("cos", P.cos_p)
-tan = _unary("tan", P.tan_p)
-tanh = _unary("tanh", P.tanh_p)
-sqrt = _unary("sqrt", P.sqrt_p)
-cbrt = _unary("cbrt", P.cbrt_p)
-floor_ = _unary("floor", P.floor_p)
-ceil_ = _unary("ceil", P.ceil_p)
+exp = _unary("exp", lax.exp)
+log = _unary("log", lax.log)
+log1p = _unary("log1p", lax.log1p)
+expm1 = _unary("expm1", lax.expm1)
+sin = _unary("sin", lax.sin)
+cos = _unary("cos", lax.cos)
+tan = _unary("tan", lax.tan)
+tanh = _unary("tanh", lax.tanh)
+sqrt = _unary("sqrt", lax.sqrt)
+cbrt = _unary("cbrt", lax.cbrt)
+floor_ = _unary("floor", lax.floor)
+ceil_ = _unary("ceil", lax.ceil)
 
-def _bool_binary(name: str, prim, bool_prim) -> Callable:
+def _bool_binary(name: str, op: Callable, bool_op: Callable) -> Callable:
     # On booleans add is OR and multiply is AND, keeping dtype bool (as NumPy and JAX do).
     def fn(x: Any, y: Any) -> Any:
         check_arraylike(name, x, y)
         x, y = promote_dtypes(x, y)
         x, y = broadcast_operands(x, y, op=name)
-        return (bool_prim if get_aval(x).dtype == np.bool_ else prim).bind(x, y)
+        return (bool_op if get_aval(x).dtype == np.bool_ else op)(x, y)
     fn.__name__ = name
     return _broadcasts_compiled_when_hot(
         _doc(fn, f"Elementwise {name}, broadcasting.", f"jnp.{name}(x, y)"))
 
 
-add = _bool_binary("add", P.add_p, P.or_p)
+add = _bool_binary("add", lax.add, lax.bitwise_or)
 # Booleans are not promoted: subtracting them is a TypeError (as in NumPy and JAX).
-subtract = _binary("subtract", P.sub_p)
-multiply = _bool_binary("multiply", P.mul_p, P.and_p)
-true_divide = _binary("true_divide", P.div_p, promote_dtypes_inexact)
+subtract = _binary("subtract", lax.sub)
+multiply = _bool_binary("multiply", lax.mul, lax.bitwise_and)
+true_divide = _binary("true_divide", lax.div, promote_dtypes_inexact)
 divide = true_divide
-arctan2 = _binary("arctan2", P.atan2_p, promote_dtypes_inexact)
-maximum = _binary("maximum", P.max_p)
-minimum = _binary("minimum", P.min_p)
-equal = _binary("equal", P.eq_p)
-not_equal = _binary("not_equal", P.ne_p)
-less = _binary("less", P.lt_p)
-less_equal = _binary("less_equal", P.le_p)
-greater = _binary("greater", P.gt_p)
-greater_equal = _binary("greater_equal", P.ge_p)
-bitwise_and = _binary("bitwise_and", P.and_p)
-bitwise_or = _binary("bitwise_or", P.or_p)
-bitwise_xor = _binary("bitwise_xor", P.xor_p)
-left_shift = _binary("left_shift", P.shift_left_p)
+arctan2 = _binary("arctan2", lax.atan2, promote_dtypes_inexact)
+maximum = _binary("maximum", lax.max)
+minimum = _binary("minimum", lax.min)
+equal = _binary("equal", lax.eq)
+not_equal = _binary("not_equal", lax.ne)
+less = _binary("less", lax.lt)
+less_equal = _binary("less_equal", lax.le)
+greater = _binary("greater", lax.gt)
+greater_equal = _binary("greater_equal", lax.ge)
+bitwise_and = _binary("bitwise_and", lax.bitwise_and)
+bitwise_or = _binary("bitwise_or", lax.bitwise_or)
+bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
+left_shift = _binary("left_shift", lax.shift_left)
 
 
 def floor(x: Any) -> Any:
@@ -160,23 +163,23 @@ def right_shift(x: Any, y: Any) -> Any:
     check_arraylike("right_shift", x, y)
     x, y = promote_dtypes(x, y)
     x, y = broadcast_operands(x, y, op="right_shift")
-    prim = P.shift_right_logical_p if get_aval(x).dtype.kind == "u" else P.shift_right_arithmetic_p
-    return prim.bind(x, y)
+    shift = lax.shift_right_logical if get_aval(x).dtype.kind == "u" else lax.shift_right_arithmetic
+    return shift(x, y)
 
 
-def _logical(name: str, prim) -> Callable:
+def _logical(name: str, op: Callable) -> Callable:
     def fn(x: Any, y: Any) -> Any:
         check_arraylike(name, x, y)
         x, y = (convert(a, np.dtype(np.bool_)) for a in (x, y))
         x, y = broadcast_operands(x, y, op=name)
-        return prim.bind(x, y)
+        return op(x, y)
     fn.__name__ = name
     return _doc(fn, f"Elementwise {name} of the truth values.", f"jnp.{name}(x > 0, y > 0)")
 
 
-logical_and = _logical("logical_and", P.and_p)
-logical_or = _logical("logical_or", P.or_p)
-logical_xor = _logical("logical_xor", P.xor_p)
+logical_and = _logical("logical_and", lax.bitwise_and)
+logical_or = _logical("logical_or", lax.bitwise_or)
+logical_xor = _logical("logical_xor", lax.bitwise_xor)
 
 
 def logical_not(x: Any) -> Any:
@@ -589,12 +592,7 @@ def _where_loc() -> str:
 
 
 def _inexact_unary(name: str, lax_fn: Callable, summary: str, example: str) -> Callable:
-    def fn(x: Any) -> Any:
-        check_arraylike(name, x)
-        (x,) = promote_dtypes_inexact(x)
-        return lax_fn(x)
-    fn.__name__ = name
-    return _doc(fn, summary, example)
+    return _unary(name, lax_fn, summary=summary, example=example)
 
 
 exp2 = _inexact_unary("exp2", lax.exp2, "``2 ** x`` elementwise (exact for integer x).",
@@ -753,7 +751,7 @@ def logaddexp(x1: Any, x2: Any) -> Any:
         jnp.logaddexp(jnp.array([0.0]), jnp.array([0.0]))   # [0.6931472]
     """
     x1, x2 = _real_inexact("logaddexp", x1, x2)
-    return _logaddexp_base(x1, x2, P.exp_p.bind, None)
+    return _logaddexp_base(x1, x2, lax.exp, None)
 
 
 def logaddexp2(x1: Any, x2: Any) -> Any:
@@ -860,7 +858,7 @@ def fmax(x1: Any, x2: Any) -> Any:
 
         jnp.fmax(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))   # [1., 2.]
     """
-    return _nan_ignoring("fmax", P.max_p, x1, x2)
+    return _nan_ignoring("fmax", lax.max, x1, x2)
 
 
 def fmin(x1: Any, x2: Any) -> Any:
@@ -870,14 +868,14 @@ def fmin(x1: Any, x2: Any) -> Any:
 
         jnp.fmin(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))   # [1., 2.]
     """
-    return _nan_ignoring("fmin", P.min_p, x1, x2)
+    return _nan_ignoring("fmin", lax.min, x1, x2)
 
 
-def _nan_ignoring(name: str, prim, x1: Any, x2: Any) -> Any:
+def _nan_ignoring(name: str, op: Callable, x1: Any, x2: Any) -> Any:
     check_arraylike(name, x1, x2)
     x1, x2 = promote_dtypes(x1, x2)
     x1, x2 = broadcast_operands(x1, x2, op=name)
-    result = prim.bind(x1, x2)
+    result = op(x1, x2)
     if get_aval(x1).dtype.kind in "biu":
         return result
     result = lax.select(lax.ne(x1, x1), _as_shape(x2, result), result)
