@@ -616,9 +616,7 @@ pruning_rules[scan_p] = _prune_scan
 # -- debug_nans (nan_check.py): the branch taken, or the loop run step by step ------------------
 
 def _nan_search_cond(params: dict, ins: list, run_region) -> Any:
-    branches = params["branches"]
-    index = min(max(int(host_value(ins[0])), 0), len(branches) - 1)
-    return run_region(branches[index], ins[1:])[0]
+    return run_region(taken_branch(params["branches"], host_value(ins[0])), ins[1:])[0]
 
 
 def nan_search_while(params: dict, ins: list, run_region) -> Any:
