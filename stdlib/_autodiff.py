@@ -15,7 +15,7 @@ import numpy as np
 
 import pyree.numpy  # noqa: F401 (installs the array operators traced functions use)
 from pyree import dtypes, tree_util
-from pyree.transpiler import ad, ad_rules, control_flow_ad, custom_derivatives  # noqa: F401
+from pyree.transpiler import ad
 from pyree.transpiler.ir import ClosedIR, ShapedArray
 from pyree.transpiler.jit import float0_in_structure
 from pyree.transpiler.source import where

@@ -14,13 +14,11 @@ import numpy as np
 
 from pyree import dtypes, tree_util
 from pyree.runtime.array import Array
-from pyree.transpiler.control_flow import (cond_p, region_with_extra_inputs, scan_p,
-                                           trace_region, while_p)
-from pyree.transpiler import loop_hoisting  # noqa: F401 (registers the scan rewrite)
+from pyree.transpiler.control_flow import cond_p, region_with_extra_inputs, scan_p, while_p
 from pyree.transpiler.ir import IR, ShapedArray
 from pyree.transpiler.operators import join_avals
 from pyree.transpiler.source import where
-from pyree.transpiler.trace import Tracer, get_aval
+from pyree.transpiler.trace import Tracer, get_aval, trace_region
 
 _MAX_RETRACES = 4
 

@@ -27,7 +27,7 @@ import numpy as np
 from pyree import dtypes, tree_util
 from pyree._checkpoint import call_traced
 from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import Tracer, TypedScalar, get_aval
+from pyree.transpiler.trace import TypedScalar, get_aval
 
 _PY_SCALARS = (bool, int, float, complex)
 

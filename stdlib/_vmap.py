@@ -14,7 +14,7 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 
 from pyree import dtypes, tree_util
 from pyree.runtime.array import Array
-from pyree.transpiler import batching, control_flow_batching  # noqa: F401 (registers rules)
+from pyree.transpiler import batching
 from pyree.transpiler.source import where
 from pyree.transpiler.trace import get_aval
 

@@ -40,5 +40,7 @@ __all__ = ["converted_source"]
 
 # Modules that only register (a family's rules, a rewrite before lowering) and that no module
 # imports them for: importing the transpiler registers them.
-for _family in ("control_flow", "host_callbacks", "gather_scatter", "loop_rotation"):
+for _family in ("control_flow", "control_flow_ad", "control_flow_batching", "loop_hoisting",
+                "loop_rotation", "ad_rules", "custom_derivatives", "gather_scatter",
+                "host_callbacks"):
     importlib.import_module(f".{_family}", __name__)

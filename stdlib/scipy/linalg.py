@@ -21,7 +21,7 @@ __all__ = [
 
 from fractions import Fraction
 from math import factorial
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
