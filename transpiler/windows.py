@@ -644,11 +644,9 @@ def _transpose_lhs(ct, rhs, lhs_aval: ShapedArray, *, window_strides, padding, l
     by s) with the flipped kernel, padded low by (k_dilated - 1 - lo), whose output is taken
     every ld positions (stride ld); the high padding makes the output exactly n long."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
-    ct_c = _to_canonical(ct, out_spec)
-    w_c = _to_canonical(rhs, rhs_spec)
     n_sp = tuple(lhs_aval.shape[a] for a in lhs_spec[2:])
-    m_sp = get_aval(ct_c).shape[2:]
-    k_sp = get_aval(w_c).shape[2:]
+    m_sp = tuple(get_aval(ct).shape[a] for a in out_spec[2:])
+    k_sp = tuple(get_aval(rhs).shape[a] for a in rhs_spec[2:])
     if lhs_aval.size == 0 or get_aval(ct).size == 0:
         return zeros(lhs_aval)
     groups = max(feature_group_count, batch_group_count)
@@ -674,9 +672,9 @@ def _transpose_lhs(ct, rhs, lhs_aval: ShapedArray, *, window_strides, padding, l
                    lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
                    dimension_numbers=numbers, precision=precision)
         return _convert(out, lhs_aval.dtype)
-    kernel = _grouped_kernel_transpose(w_c, groups)
+    kernel = _grouped_kernel_transpose(_to_canonical(rhs, rhs_spec), groups)
     nd = lhs_aval.ndim
-    out = conv(ct_c, kernel, window_strides=lhs_dilation, padding=pads,
+    out = conv(_to_canonical(ct, out_spec), kernel, window_strides=lhs_dilation, padding=pads,
                lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
                dimension_numbers=canonical_numbers(nd), feature_group_count=groups,
                precision=precision)
