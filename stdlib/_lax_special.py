@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from pyree import dtypes
+from pyree.transpiler import math_functions as M
 from pyree.transpiler import primitives as P
 from pyree.transpiler import igamma as IG
 from pyree.transpiler import special as S
@@ -221,7 +222,7 @@ def atan(x: Any) -> Any:
     x = _operand("atan", x, "fc", "floating-point or complex numbers")
     if P.kind(get_aval(x).dtype) == "c":
         return _complex_atan(x)
-    return P.atan2_p.bind(x, _c(1.0, x))
+    return M.atan2_p.bind(x, _c(1.0, x))
 
 
 def _one_minus_square(x: Any) -> Any:
@@ -241,8 +242,8 @@ def asin(x: Any) -> Any:
     if P.kind(get_aval(x).dtype) == "c":
         return _complex_asin(x)
     # asin x = 2 atan(x / (1 + sqrt(1 - x**2))), well conditioned on all of [-1, 1].
-    root = P.sqrt_p.bind(_one_minus_square(x))
-    half = P.atan2_p.bind(x, P.add_p.bind(_c(1.0, x), root))
+    root = M.sqrt_p.bind(_one_minus_square(x))
+    half = M.atan2_p.bind(x, P.add_p.bind(_c(1.0, x), root))
     return P.add_p.bind(half, half)
 
 
@@ -257,8 +258,8 @@ def acos(x: Any) -> Any:
     if P.kind(get_aval(x).dtype) == "c":
         return _complex_acos(x)
     # acos x = 2 atan(sqrt(1 - x**2) / (1 + x)); at x = -1 that is atan2(0, 0).
-    root = P.sqrt_p.bind(_one_minus_square(x))
-    half = P.atan2_p.bind(root, P.add_p.bind(_c(1.0, x), x))
+    root = M.sqrt_p.bind(_one_minus_square(x))
+    half = M.atan2_p.bind(root, P.add_p.bind(_c(1.0, x), x))
     return _select(P.eq_p.bind(x, _c(-1.0, x)), _c(math.pi, x), P.add_p.bind(half, half))
 
 
@@ -266,7 +267,7 @@ def acos(x: Any) -> Any:
 
 def _exp_halves(a: Any) -> Any:
     """``exp(a/2)``: its square is exp(a) without overflowing before exp(a)/2 does."""
-    return P.exp_p.bind(P.mul_p.bind(a, _c(0.5, a)))
+    return M.exp_p.bind(P.mul_p.bind(a, _c(0.5, a)))
 
 
 def sinh(x: Any) -> Any:
@@ -282,7 +283,7 @@ def sinh(x: Any) -> Any:
     a = _odd_magnitude(x)
     half = _c(0.5, x)
     # |x| < 1: (e + e / (e + 1)) / 2 with e = expm1|x| has no cancellation.
-    e = P.expm1_p.bind(a)
+    e = M.expm1_p.bind(a)
     small = P.mul_p.bind(half, P.add_p.bind(e, P.div_p.bind(e, P.add_p.bind(e, _c(1.0, x)))))
     # Otherwise exp|x| / 2 - exp(-|x|) / 2, with exp|x| = h**2.
     h = _exp_halves(a)
@@ -322,12 +323,12 @@ def asinh(x: Any) -> Any:
     one = _c(1.0, x)
     # asinh a = log1p(a + a**2 / (1 + sqrt(1 + a**2))); past 1/sqrt(eps), log(2a).
     a2 = P.mul_p.bind(a, a)
-    moderate = P.log1p_p.bind(P.add_p.bind(a, P.div_p.bind(
-        a2, P.add_p.bind(one, P.sqrt_p.bind(P.add_p.bind(one, a2))))))
+    moderate = M.log1p_p.bind(P.add_p.bind(a, P.div_p.bind(
+        a2, P.add_p.bind(one, M.sqrt_p.bind(P.add_p.bind(one, a2))))))
     is_large = P.gt_p.bind(a, _c(1 / math.sqrt(_eps(x)), x))
     # (log of 1 where the branch is not taken: log's slope at 0 times select's zero cotangent
     # would make the gradient NaN at 0.)
-    large = P.add_p.bind(P.log_p.bind(_select(is_large, a, one)), _c(math.log(2), x))
+    large = P.add_p.bind(M.log_p.bind(_select(is_large, a, one)), _c(math.log(2), x))
     magnitude = _select(is_large, large, moderate)
     return _negate_where_sign_bit(x, magnitude)
 
@@ -345,9 +346,9 @@ def acosh(x: Any) -> Any:
     one = _c(1.0, x)
     # With t = x - 1 (exact near 1): log1p(t + sqrt(2t + t**2)); past 1/sqrt(eps), log(2x).
     t = P.sub_p.bind(x, one)
-    moderate = P.log1p_p.bind(P.add_p.bind(t, P.sqrt_p.bind(
+    moderate = M.log1p_p.bind(P.add_p.bind(t, M.sqrt_p.bind(
         P.add_p.bind(P.add_p.bind(t, t), P.mul_p.bind(t, t)))))
-    large = P.add_p.bind(P.log_p.bind(x), _c(math.log(2), x))
+    large = P.add_p.bind(M.log_p.bind(x), _c(math.log(2), x))
     return _select(P.gt_p.bind(x, _c(1 / math.sqrt(_eps(x)), x)), large, moderate)
 
 
@@ -364,7 +365,7 @@ def atanh(x: Any) -> Any:
     a = _odd_magnitude(x)
     one = _c(1.0, x)
     # atanh a = log1p(2a / (1 - a)) / 2.
-    magnitude = P.mul_p.bind(_c(0.5, x), P.log1p_p.bind(
+    magnitude = P.mul_p.bind(_c(0.5, x), M.log1p_p.bind(
         P.div_p.bind(P.add_p.bind(a, a), P.sub_p.bind(one, a))))
     return _negate_where_sign_bit(x, magnitude)
 
@@ -388,15 +389,15 @@ def _times_i(z: Any, sign: float = 1.0) -> Any:
 def _complex_sinh(z: Any) -> Any:
     # sinh(a + ib) = sinh a cos b + i cosh a sin b
     a, b = _parts(z)
-    return S.complex_p.bind(P.mul_p.bind(sinh(a), P.cos_p.bind(b)),
-                            P.mul_p.bind(cosh(a), P.sin_p.bind(b)))
+    return S.complex_p.bind(P.mul_p.bind(sinh(a), M.cos_p.bind(b)),
+                            P.mul_p.bind(cosh(a), M.sin_p.bind(b)))
 
 
 def _complex_cosh(z: Any) -> Any:
     # cosh(a + ib) = cosh a cos b + i sinh a sin b
     a, b = _parts(z)
-    return S.complex_p.bind(P.mul_p.bind(cosh(a), P.cos_p.bind(b)),
-                            P.mul_p.bind(sinh(a), P.sin_p.bind(b)))
+    return S.complex_p.bind(P.mul_p.bind(cosh(a), M.cos_p.bind(b)),
+                            P.mul_p.bind(sinh(a), M.sin_p.bind(b)))
 
 
 def _large(z: Any) -> Any:
@@ -407,7 +408,7 @@ def _large(z: Any) -> Any:
 
 
 def _log_2z(z: Any) -> Any:
-    return P.add_p.bind(P.log_p.bind(z), _c(math.log(2), z))
+    return P.add_p.bind(M.log_p.bind(z), _c(math.log(2), z))
 
 
 def _complex_asinh(z: Any) -> Any:
@@ -418,8 +419,8 @@ def _complex_asinh(z: Any) -> Any:
     w = _select(left, P.neg_p.bind(z), z)
     one = _c(1.0, z)
     w2 = P.mul_p.bind(w, w)
-    moderate = P.log1p_p.bind(P.add_p.bind(w, P.div_p.bind(
-        w2, P.add_p.bind(one, P.sqrt_p.bind(P.add_p.bind(one, w2))))))
+    moderate = M.log1p_p.bind(P.add_p.bind(w, P.div_p.bind(
+        w2, P.add_p.bind(one, M.sqrt_p.bind(P.add_p.bind(one, w2))))))
     result = _select(_large(w), _log_2z(w), moderate)
     return _select(left, P.neg_p.bind(result), result)
 
@@ -436,8 +437,8 @@ def _complex_acos(z: Any) -> Any:
 
 def _complex_atanh(z: Any) -> Any:
     # atanh z = (log1p z - log1p(-z)) / 2
-    return P.mul_p.bind(_c(0.5, z), P.sub_p.bind(P.log1p_p.bind(z),
-                                                 P.log1p_p.bind(P.neg_p.bind(z))))
+    return P.mul_p.bind(_c(0.5, z), P.sub_p.bind(M.log1p_p.bind(z),
+                                                 M.log1p_p.bind(P.neg_p.bind(z))))
 
 
 def _complex_atan(z: Any) -> Any:
@@ -449,13 +450,13 @@ def _complex_acosh(z: Any) -> Any:
     # With t = z - 1: log1p(t + sqrt(t) sqrt(t + 2)); the product of two roots (not the root of
     # the product) puts the branch cut where NumPy has it, on (-inf, 1).
     t = P.sub_p.bind(z, _c(1.0, z))
-    moderate = P.log1p_p.bind(P.add_p.bind(t, P.mul_p.bind(
-        P.sqrt_p.bind(t), P.sqrt_p.bind(P.add_p.bind(t, _c(2.0, z))))))
+    moderate = M.log1p_p.bind(P.add_p.bind(t, P.mul_p.bind(
+        M.sqrt_p.bind(t), M.sqrt_p.bind(P.add_p.bind(t, _c(2.0, z))))))
     return _select(_large(z), _log_2z(z), moderate)
 
 
 def _complex_exp2(z: Any) -> Any:
-    return P.exp_p.bind(P.mul_p.bind(z, _c(math.log(2), z)))
+    return M.exp_p.bind(P.mul_p.bind(z, _c(math.log(2), z)))
 
 
 # -- exponentials and friends -------------------------------------------------------------------
@@ -469,7 +470,7 @@ def scale_by_power_of_two(y: Any, n: Any) -> Any:
     bias = max_exp
     # Past these bounds the result has over- or underflowed already.
     n = P.max_p.bind(P.min_p.bind(n, _c(2 * max_exp, y)), _c(-2 * (max_exp - 1), y))
-    first = P.floor_p.bind(P.mul_p.bind(n, _c(0.5, y)))
+    first = M.floor_p.bind(P.mul_p.bind(n, _c(0.5, y)))
     second = P.sub_p.bind(n, first)
     int_dtype = np.dtype(f"int{8 * dtype.itemsize}")
 
@@ -493,13 +494,13 @@ def exp2(x: Any) -> Any:
     if P.kind(get_aval(x).dtype) == "c":
         return _complex_exp2(x)
     # 2**x = 2**n * exp(f log 2), n = round(x), |f| <= 1/2: no error from rounding x log 2.
-    finite = P.is_finite_p.bind(x)
+    finite = M.is_finite_p.bind(x)
     safe = _select(finite, x, _c(0.0, x))
-    n = P.round_p.bind(safe, rounding_method=1)
+    n = M.round_p.bind(safe, rounding_method=1)
     f = P.sub_p.bind(safe, n)
-    y = P.exp_p.bind(P.mul_p.bind(f, _c(math.log(2), x)))
+    y = M.exp_p.bind(P.mul_p.bind(f, _c(math.log(2), x)))
     # +-inf and NaN: exp gives inf, 0 and NaN.
-    return _select(finite, scale_by_power_of_two(y, n), P.exp_p.bind(x))
+    return _select(finite, scale_by_power_of_two(y, n), M.exp_p.bind(x))
 
 
 def reciprocal(x: Any) -> Any:
@@ -510,7 +511,7 @@ def reciprocal(x: Any) -> Any:
         lax.reciprocal(jnp.array([4.0]))   # [0.25]
     """
     x = _operand("reciprocal", x, "fc", "floating-point or complex numbers")
-    return P.integer_pow_p.bind(x, y=-1)
+    return M.integer_pow_p.bind(x, y=-1)
 
 
 def nextafter(x1: Any, x2: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from pyree import dtypes
+from pyree.transpiler import math_functions as M
 from pyree.transpiler import primitives as P
 from pyree.runtime.array import Array as _Array
 from pyree.transpiler.trace import Tracer as _Tracer
@@ -108,11 +109,11 @@ add = _binary(P.add_p)
 sub = _binary(P.sub_p)
 mul = _binary(P.mul_p)
 div = _binary(P.div_p)
-rem = _binary(P.rem_p)
-pow = _binary(P.pow_p)
+rem = _binary(M.rem_p)
+pow = _binary(M.pow_p)
 max = _binary(P.max_p)
 min = _binary(P.min_p)
-atan2 = _binary(P.atan2_p)
+atan2 = _binary(M.atan2_p)
 bitwise_and = _binary(P.and_p)
 bitwise_or = _binary(P.or_p)
 bitwise_xor = _binary(P.xor_p)
@@ -127,25 +128,25 @@ gt = _binary(P.gt_p)
 ge = _binary(P.ge_p)
 
 neg = _unary(P.neg_p)
-exp = _unary(P.exp_p)
-log = _unary(P.log_p)
-log1p = _unary(P.log1p_p)
-expm1 = _unary(P.expm1_p)
-sin = _unary(P.sin_p)
-cos = _unary(P.cos_p)
-tan = _unary(P.tan_p)
-tanh = _unary(P.tanh_p)
-logistic = _unary(P.logistic_p)
-sqrt = _unary(P.sqrt_p)
-rsqrt = _unary(P.rsqrt_p)
-cbrt = _unary(P.cbrt_p)
+exp = _unary(M.exp_p)
+log = _unary(M.log_p)
+log1p = _unary(M.log1p_p)
+expm1 = _unary(M.expm1_p)
+sin = _unary(M.sin_p)
+cos = _unary(M.cos_p)
+tan = _unary(M.tan_p)
+tanh = _unary(M.tanh_p)
+logistic = _unary(M.logistic_p)
+sqrt = _unary(M.sqrt_p)
+rsqrt = _unary(M.rsqrt_p)
+cbrt = _unary(M.cbrt_p)
 abs = _unary(P.abs_p)
-sign = _unary(P.sign_p)
-floor = _unary(P.floor_p)
-ceil = _unary(P.ceil_p)
-erf = _unary(P.erf_p)
+sign = _unary(M.sign_p)
+floor = _unary(M.floor_p)
+ceil = _unary(M.ceil_p)
+erf = _unary(M.erf_p)
 bitwise_not = _unary(P.not_p)
-is_finite = _unary(P.is_finite_p)
+is_finite = _unary(M.is_finite_p)
 
 
 class RoundingMethod:
@@ -157,12 +158,12 @@ class RoundingMethod:
 
 def round(x: Any, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Any:
     """Round to the nearest integer value. Example: ``lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)``"""
-    return P.round_p.bind(x, rounding_method=int(rounding_method))
+    return M.round_p.bind(x, rounding_method=int(rounding_method))
 
 
 def integer_pow(x: Any, y: int) -> Any:
     """``x ** y`` for a static integer ``y``, by repeated multiplication. Example: ``lax.integer_pow(x, 3)``"""
-    return P.integer_pow_p.bind(x, y=int(y))
+    return M.integer_pow_p.bind(x, y=int(y))
 
 
 def square(x: Any) -> Any:

@@ -191,8 +191,8 @@ F64_CASES = [c for c in PRIMITIVE_CASES if c[0] in {
     "concatenate_stack", "dynamic_update_slice", "at_add_strided"}]
 
 
-# Cases Vulkan cannot compute in float64 (lower.VULKAN_NO_FLOAT64: IREE expands erf into
-# SPIR-V's 32-bit exp; pow's float64 formula needs exact products).
+# Cases Vulkan cannot compute in float64 (lower.VULKAN_NO_FLOAT64, filled by math_functions.py:
+# IREE expands erf into SPIR-V's 32-bit exp; pow's float64 formula needs exact products).
 _VULKAN_NO_FLOAT64 = {"erf", "pow"}
 
 

@@ -87,7 +87,7 @@ def test_eager_elementwise_kernels_on_rows(monkeypatch, tmp_path):
     # kernel knows: IREE's CUDA code for a 1-D tensor of unknown length loads one float per
     # thread and step, with the known row length four (ld.global.nc.v4). Values here, with
     # that form forced on the CPU, and the loads in the PTX.
-    from pyree.transpiler import eager, primitives as P
+    from pyree.transpiler import eager, math_functions as M
     from pyree.transpiler.ir import ShapedArray
     from pyree.transpiler.lower import lower_primitive_dynamic
     monkeypatch.setattr(eager, "GPU_ROWS_ON_CPU", True)
@@ -105,7 +105,7 @@ def test_eager_elementwise_kernels_on_rows(monkeypatch, tmp_path):
                                   (n > 0).astype(np.float32))
     assert jnp.exp(X).shape == (512, 256) and (N + 1).dtype == np.int32
     rows = ShapedArray((512, 256), np.dtype(np.float32))
-    module = lower_primitive_dynamic(P.exp_p, [rows], [rows], {}, {}, platform="cuda",
+    module = lower_primitive_dynamic(M.exp_p, [rows], [rows], {}, {}, platform="cuda",
                                      caller_storage=True, static_minor=256)
     assert "tensor<?x256xf32>" in module.text
     assert "ld.global.nc.v4" in cuda_ptx(module.text, tmp_path / "exp_rows")
@@ -227,13 +227,13 @@ def test_eager_complex128_kernels_compile_for_cuda():
     # and logistic (the suite's modules compiled for CUDA here); the kernel is then compiled
     # with IREE allocating (eager._kernel). No GPU is opened: the kernel is only compiled.
     from pyree.runtime.device import Device
-    from pyree.transpiler import eager, primitives as P
+    from pyree.transpiler import eager, math_functions as M
     from pyree.transpiler.ir import ShapedArray
     c128 = ShapedArray((1207,), np.dtype(np.complex128))
     saved = pyree.config.cuda_target
     pyree.config.update("cuda_target", "sm_80")
     try:
-        for prim in (P.sin_p, P.tanh_p):
+        for prim in (M.sin_p, M.tanh_p):
             assert eager._kernel(prim, [c128], [c128], {}, {}, Device("cuda")).vmfb
     finally:
         pyree.config.update("cuda_target", saved)

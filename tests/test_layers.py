@@ -136,3 +136,22 @@ def _name_lookups(path: pathlib.Path) -> list[int]:
 def test_rules_are_looked_up_by_primitive_not_by_name():
     found = {p.name: _name_lookups(p) for p in TRANSPILER.glob("*.py")}
     assert not {name: lines for name, lines in found.items() if lines}
+
+
+def test_a_new_elementwise_function_is_its_declaration_and_rules_in_one_place():
+    # What math_functions.py does for exp or sin, done here for x * x: the declaration, the
+    # lowering and the JVP; eager mode, jit, grad, vmap and jit over a mesh need nothing more.
+    from pyree.transpiler import primitives as P
+    from pyree.transpiler.ad_rules import const, defjvp, mul
+    from pyree.transpiler.lower import hlo, lowering_rules
+    square_p = P.unary_primitive("square_for_test", P.NUMERIC)
+    lowering_rules[square_p] = lambda ctx, x: hlo("multiply", ctx.out_type(), x, x)
+    defjvp(square_p, lambda g, x: mul(g, mul(const(2, x), x)))
+    x = np.linspace(-2, 2, 8, dtype=np.float32)
+    np.testing.assert_array_equal(square_p.bind(jnp.asarray(x)), x * x)
+    np.testing.assert_array_equal(pyree.jit(square_p.bind)(x), x * x)
+    np.testing.assert_allclose(pyree.grad(lambda v: jnp.sum(square_p.bind(v)))(x), 2 * x)
+    rows = x.reshape(2, 4)
+    np.testing.assert_array_equal(pyree.vmap(lambda r: square_p.bind(r) + r[0])(rows),
+                                  rows * rows + rows[:, :1])
+    assert square_p in P.ELEMENTWISE

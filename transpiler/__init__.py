@@ -11,14 +11,16 @@ rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``, ``eager.BRANC
 ``lower.WORK_ESTIMATES``, ``lower.rewrite_before_lowering``).
 
 * core: ``source`` (user source positions), ``ir`` (the IR, its region walks and rewrites),
-  ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (the primitives of arrays and
-  their shape rules).
+  ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (the primitives the
+  interpreters build on -- arithmetic, shapes, reductions, ``dot_general`` -- and their shape
+  rules).
 * interpreters: ``ad`` and ``ad_rules`` (derivatives), ``batching`` (``vmap``), ``prune``
   (dead code), ``nan_check`` (``debug_nans``).
 * backend machinery: ``lower`` (IR -> MLIR), ``eager`` (primitives run outside ``jit``) and
   ``eager_warmup``, ``cuda_gemm`` (pyree's CUDA kernels; ``build_cuda_kernels`` builds their
   PTX); numerics the lowering rules build on: ``float32_math``, ``float64_math``.
-* primitive families, each with all of its rules: ``control_flow`` with
+* primitive families, each with all of its rules: ``math_functions`` (exp, sin, pow, ...:
+  the elementwise functions beyond the core's arithmetic), ``control_flow`` with
   ``control_flow_ad`` and ``control_flow_batching`` (``cond``/``while``/``scan``) and the
   rewrites of loops before lowering (``loop_rotation``, ``loop_hoisting``),
   ``gather_scatter``, ``sorting``, ``windows`` (convolution), ``collectives``,

@@ -94,13 +94,13 @@ def defjvp(prim, *fns: Optional[Callable], use_output: bool = False) -> None:
             if fn is None or isinstance(g, Zero):
                 continue
             part = fn(g, ans, *primals, **params) if use_output else fn(g, *primals, **params)
-            out = add_tangents(out, _match_shape(part, aval(ans).shape))
+            out = add_tangents(out, match_shape(part, aval(ans).shape))
         return [ans], [out]
 
     jvp_rules[prim] = rule
 
 
-def _match_shape(t: Any, shape: tuple) -> Any:
+def match_shape(t: Any, shape: tuple) -> Any:
     # A rank-0 operand's tangent contributes to every element of a broadcast result.
     return broadcast_to(t, shape) if aval(t).shape != shape else t
 
@@ -130,37 +130,8 @@ def deflinear(prim, transpose: Callable) -> None:
 
 # elementwise, one input
 defjvp(P.neg_p, lambda g, x: neg(g))
-defjvp(P.exp_p, lambda g, ans, x: mul(g, ans), use_output=True)
-defjvp(P.log_p, lambda g, x: div(g, x))
-defjvp(P.log1p_p, lambda g, x: div(g, add(x, const(1, x))))
-defjvp(P.expm1_p, lambda g, ans, x: mul(g, add(ans, const(1, ans))), use_output=True)
-defjvp(P.sin_p, lambda g, x: mul(g, P.cos_p.bind(x)))
-defjvp(P.cos_p, lambda g, x: neg(mul(g, P.sin_p.bind(x))))
-defjvp(P.tan_p, lambda g, ans, x: mul(g, add(const(1, ans), mul(ans, ans))), use_output=True)
-defjvp(P.tanh_p, lambda g, ans, x: mul(g, sub(const(1, ans), mul(ans, ans))), use_output=True)
-defjvp(P.logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(const(1, ans), ans))),
-       use_output=True)
-defjvp(P.sqrt_p, lambda g, ans, x: div(mul(g, const(0.5, ans)), ans), use_output=True)
-defjvp(P.rsqrt_p, lambda g, ans, x: mul(g, mul(const(-0.5, ans), div(ans, x))),
-       use_output=True)
-defjvp(P.cbrt_p, lambda g, ans, x: mul(g, div(const(1 / 3, ans), mul(ans, ans))),
-       use_output=True)
-# (abs's rule is in special.py, where the complex parts are defined.)
-defjvp(P.erf_p, lambda g, x: mul(g, mul(const(2 / math.sqrt(math.pi), x),
-                                        P.exp_p.bind(neg(mul(x, x))))))
-for _p in (P.sign_p, P.floor_p, P.ceil_p, P.round_p, P.not_p, P.is_finite_p):
-    defjvp_zero(_p)
-
-
-def _integer_pow_jvp(g, x, *, y):
-    if y == 0:
-        return zeros_like(g)
-    if y == 1:
-        return g
-    return mul(g, mul(const(y, x), P.integer_pow_p.bind(x, y=y - 1)))
-
-
-defjvp(P.integer_pow_p, _integer_pow_jvp)
+# (not's derivative is zero; exp, sin, ... are math_functions.py's.)
+defjvp_zero(P.not_p)
 
 # elementwise, two inputs
 defjvp(P.add_p, lambda g, x, y: g, lambda g, x, y: g)
@@ -170,50 +141,9 @@ defjvp(P.div_p, lambda g, x, y: div(g, y),
        lambda g, x, y: neg(div(mul(g, x), mul(y, y))))
 
 
-def _rem_jvp_y(g, x, y):
-    # x % y = x - y * trunc(x / y): d/dy = -trunc(x / y)
-    q = div(x, y)
-    trunc = select(P.lt_p.bind(q, const(0, q)), P.ceil_p.bind(q), P.floor_p.bind(q))
-    return neg(mul(g, trunc))
-
-
-defjvp(P.rem_p, lambda g, x, y: g, _rem_jvp_y)
-
-
-def _pow_jvp_x(g, x, y):
-    # y * x ** (y - 1), taken as 0 where y == 0 (so 0 ** 0 has a zero derivative).
-    one = const(1, y)
-    jac = mul(y, P.pow_p.bind(x, sub(y, one)))
-    jac = select(P.eq_p.bind(y, const(0, y)), zeros_like(jac) if aval(jac).shape else
-                 const(0, jac), jac)
-    return mul(g, jac)
-
-
-def _pow_jvp_y(g, ans, x, y):
-    # log(x) * x ** y, taken as 0 where x == 0 (the limit for y > 0).
-    safe_x = select(P.eq_p.bind(x, const(0, x)), _full_like(x, 1), x)
-    jac = mul(P.log_p.bind(safe_x), ans)
-    return mul(g, select(P.eq_p.bind(x, const(0, x)), _full_like(jac, 0), jac))
-
-
-def _full_like(x: Any, value: Any) -> Any:
+def full_like(x: Any, value: Any) -> Any:
     a = aval(x)
     return broadcast_to(const(value, x), a.shape) if a.shape else const(value, x)
-
-
-def _pow_jvp(primals, tangents):
-    x, y = primals
-    ans = P.pow_p.bind(x, y)
-    shape = aval(ans).shape
-    out = Zero(aval(ans))
-    if not isinstance(tangents[0], Zero):
-        out = add_tangents(out, _match_shape(_pow_jvp_x(tangents[0], x, y), shape))
-    if not isinstance(tangents[1], Zero):
-        out = add_tangents(out, _match_shape(_pow_jvp_y(tangents[1], ans, x, y), shape))
-    return [ans], [out]
-
-
-jvp_rules[P.pow_p] = lambda primals, tangents: _pow_jvp(primals, tangents)
 
 
 def _minmax_jvp(prim, pick_x_cmp):
@@ -222,7 +152,7 @@ def _minmax_jvp(prim, pick_x_cmp):
         x, y = primals
         ans = prim.bind(x, y)
         shape = aval(ans).shape
-        gx, gy = (_match_shape(instantiate(t), shape) for t in tangents)
+        gx, gy = (match_shape(instantiate(t), shape) for t in tangents)
         half = const(0.5, ans)
         x_wins = pick_x_cmp.bind(x, y)
         tie = P.eq_p.bind(x, y)
@@ -234,9 +164,6 @@ def _minmax_jvp(prim, pick_x_cmp):
 
 jvp_rules[P.max_p] = _minmax_jvp(P.max_p, P.gt_p)
 jvp_rules[P.min_p] = _minmax_jvp(P.min_p, P.lt_p)
-defjvp(P.atan2_p,
-       lambda g, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
-       lambda g, x, y: mul(g, div(neg(x), add(mul(x, x), mul(y, y)))))
 for _p in (P.and_p, P.or_p, P.xor_p, P.shift_left_p, P.shift_right_arithmetic_p,
            P.shift_right_logical_p, P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p,
            P.iota_p, P.argmax_p, P.argmin_p, P.reduce_and_p, P.reduce_or_p):
@@ -250,8 +177,8 @@ def _select_jvp(primals, tangents):
     if isinstance(t_true, Zero) and isinstance(t_false, Zero):
         return [ans], [Zero(aval(ans))]
     shape = aval(ans).shape
-    t = select(pred, _match_shape(instantiate(t_true), shape),
-               _match_shape(instantiate(t_false), shape))
+    t = select(pred, match_shape(instantiate(t_true), shape),
+               match_shape(instantiate(t_false), shape))
     return [ans], [t]
 
 
@@ -312,7 +239,7 @@ def _t_select(ct, pred, on_true, on_false):
         raise TypeError("select's predicate cannot be linear")
     if isinstance(ct, Zero):
         return [None, None, None]
-    z = _full_like(ct, 0)
+    z = full_like(ct, 0)
     t_true = sum_to(select(pred, ct, z), aval(on_true).shape) if is_undefined(on_true) else None
     t_false = sum_to(select(pred, z, ct), aval(on_false).shape) if is_undefined(on_false) \
         else None
@@ -333,14 +260,6 @@ transpose_rules[P.neg_p] = _t_neg
 transpose_rules[P.select_p] = _t_select
 transpose_rules[P.convert_element_type_p] = _t_convert
 
-
-def _t_integer_pow(ct, x, *, y):
-    if y != 1:
-        raise TypeError(f"integer_pow with y={y} is not linear")
-    return [ct]
-
-
-transpose_rules[P.integer_pow_p] = _t_integer_pow
 
 # -- structural (linear) primitives -----------------------------------------------------------------
 
@@ -550,7 +469,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
                       P.iota_p.bind(dtype=np.dtype(np.int32), shape=(n, n), dimension=1))
     eye = P.broadcast_in_dim_p.bind(eye, shape=kept_shape + (n, n),
                                     broadcast_dimensions=(k, k + 1))
-    others = P.reduce_prod_p.bind(select(eye, _full_like(rows, 1), rows), axes=(k + 1,))
+    others = P.reduce_prod_p.bind(select(eye, full_like(rows, 1), rows), axes=(k + 1,))
     return [ans], [P.reduce_sum_p.bind(mul(ts, others), axes=(k,))]
 
 

@@ -122,7 +122,7 @@ def batch_eval(closed: ClosedIR, values: Sequence[Any], dims: Sequence[Dim],
                 outs = bind(eqn.primitive, xs, eqn.params)
                 out_dims: list[Dim] = [None] * len(outs)
             else:
-                rule = batching_rules.get(eqn.primitive)
+                rule = batching_rule(eqn.primitive)
                 if rule is None:
                     raise NotImplementedError(f"vmap of primitive {eqn.primitive} is not "
                                               f"supported (no batching rule)")
@@ -220,8 +220,15 @@ def _elementwise_rule(prim: Primitive) -> Callable:
     return rule
 
 
-for _prim in P.ELEMENTWISE:
-    batching_rules[_prim] = _elementwise_rule(_prim)
+def batching_rule(primitive: Primitive) -> Optional[Callable]:
+    """The batching rule of ``primitive``: its own, or for a member of primitives.ELEMENTWISE
+    (whichever family defines it) the elementwise rule; None if it has neither.
+
+    Example: ``outs, out_dims = batching_rule(P.add_p)(axis, values, dims)``"""
+    rule = batching_rules.get(primitive)
+    if rule is None and primitive in P.ELEMENTWISE:
+        rule = batching_rules[primitive] = _elementwise_rule(primitive)
+    return rule
 
 
 # -- rules: shapes ---------------------------------------------------------------------------------

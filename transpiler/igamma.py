@@ -48,6 +48,7 @@ import numpy as np
 from pyree import dtypes
 
 from . import batching, eager
+from . import math_functions as M
 from . import primitives as P
 from . import special as S
 from .ad_rules import defjvp, mul, neg
@@ -97,8 +98,8 @@ class _Wide:
     def __invert__(self): return _Wide(P.not_p.bind(self.v))
 
     def abs(self): return _Wide(P.abs_p.bind(self.v))
-    def log(self): return _Wide(P.log_p.bind(self.v))
-    def exp(self): return _Wide(P.exp_p.bind(self.v))
+    def log(self): return _Wide(M.log_p.bind(self.v))
+    def exp(self): return _Wide(M.exp_p.bind(self.v))
     def lgamma(self): return _Wide(S.lgamma_p.bind(self.v))
     def digamma(self): return _Wide(S.digamma_p.bind(self.v))
     def isnan(self): return _Wide(P.ne_p.bind(self.v, self.v))

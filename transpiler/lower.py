@@ -22,7 +22,7 @@ import numpy as np
 
 from pyree.dtypes import bfloat16
 
-from . import cuda_gemm, float32_math, float64_math
+from . import cuda_gemm, float64_math
 from . import primitives as P
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
 from .trace import has_effects
@@ -544,20 +544,10 @@ class _FanIn:
                 self.reads[value] = tree
 
 
-# SPIR-V's extended instructions for exp and log (GLSL.std.450 Exp, Log) take 16- and 32-bit
-# floats only, and IREE 3.13 expands these primitives into them whatever the width: in float64
-# (and complex128) they fail to compile ("'spirv.GL.Exp' op operand #0 must be 16/32-bit
-# float", lavapipe). sin, cos, tan, atan2, cbrt, sqrt, rem and the rest compiled and matched
-# NumPy to 1-2 ulps there (pyree builds the trigonometric ones, float64_math.py).
-# pyree builds float64 exp, log and log1p from arithmetic there (float64_math.exp, log, log1p:
-# ``exponential``, ``logarithm``), and expm1, tanh and logistic from those; erf, which IREE expands
-# itself, and pow, whose float64 formula needs exact products that Mesa's shader compiler
-# does not keep (float64_math), are refused.
-VULKAN_NO_FLOAT64 = frozenset({P.erf_p, P.pow_p})
-# complex128 functions are built from float64 exp, log, sin and cos (float64_math.complex_exp
-# ...): not yet checked on Vulkan.
-VULKAN_NO_COMPLEX128 = frozenset({P.exp_p, P.log_p, P.log1p_p, P.expm1_p, P.tanh_p,
-                                  P.logistic_p, P.erf_p, P.pow_p, P.sin_p, P.cos_p, P.tan_p})
+# Primitives IREE cannot compile for Vulkan on float64 (or complex128) operands, with why
+# (their families register them; check_device_types raises with the reason).
+VULKAN_NO_FLOAT64: dict = {}
+VULKAN_NO_COMPLEX128: dict = {}
 
 
 def check_device_types(primitive, avals: Sequence[ShapedArray], loc) -> None:
@@ -569,7 +559,7 @@ def check_device_types(primitive, avals: Sequence[ShapedArray], loc) -> None:
 
     Example::
 
-        check_device_types(P.erf_p, [ShapedArray((3,), np.float64)] * 2, eqn.loc)  # raises
+        check_device_types(math_functions.erf_p, [ShapedArray((3,), np.float64)], loc)
     """
     from pyree.runtime.device import vulkan_missing_feature
     from .source import where
@@ -579,18 +569,12 @@ def check_device_types(primitive, avals: Sequence[ShapedArray], loc) -> None:
         if missing is not None:
             raise TypeError(f"{dtype.name} values cannot be computed on Vulkan here: "
                             f"{missing}{where(loc)}")
-    wide = None
-    if primitive in VULKAN_NO_FLOAT64 and np.dtype(np.float64) in dtypes:
-        wide = np.dtype(np.float64)
-    if primitive in VULKAN_NO_COMPLEX128 and np.dtype(np.complex128) in dtypes:
-        wide = np.dtype(np.complex128)
-    if wide is not None:
-        why = ("its float64 formula needs exact products that Vulkan drivers may reassociate"
-               if primitive is P.pow_p and wide == np.float64 else
-               "SPIR-V's exp and log instructions take 16- and 32-bit floats only, and IREE "
-               "3.13 expands this function into them")
-        raise TypeError(f"{primitive.name} of {wide.name} values cannot be computed on Vulkan: "
-                        f"{why} (compute it in float32, or on the CPU){where(loc)}")
+    for wide, refused in ((np.dtype(np.float64), VULKAN_NO_FLOAT64),
+                          (np.dtype(np.complex128), VULKAN_NO_COMPLEX128)):
+        why = refused.get(primitive)
+        if why is not None and wide in dtypes:
+            raise TypeError(f"{primitive.name} of {wide.name} values cannot be computed on "
+                            f"Vulkan: {why} (compute it in float32, or on the CPU){where(loc)}")
 
 
 def _location(eqn: Eqn):
@@ -1206,20 +1190,20 @@ def _float64_formula(ctx: RuleContext, formula: Callable, *operands, shape=None)
     return formula(ops, *(ops.wrap(v, _F64) for v in operands)).value
 
 
-_UNARY = {
-    P.neg_p: "negate", P.sqrt_p: "sqrt", P.rsqrt_p: "rsqrt", P.floor_p: "floor", P.ceil_p: "ceil", P.not_p: "not",
-    P.is_finite_p: "is_finite",
-}
+_UNARY = {P.neg_p: "negate", P.not_p: "not"}
 
 
-def _unary_rule(name: str) -> Callable:
+def unary_op_rule(name: str) -> Callable:
+    """The lowering rule that is StableHLO's op ``name`` of the operand.
+
+    Example: ``lowering_rules[neg_p] = unary_op_rule("negate")``"""
     def rule(ctx: RuleContext, x):
         return hlo(name, ctx.out_type(), x)
     return rule
 
 
 for _prim, _name in _UNARY.items():
-    lowering_rules[_prim] = _unary_rule(_name)
+    lowering_rules[_prim] = unary_op_rule(_name)
 
 
 def _abs_rule(ctx: RuleContext, x):
@@ -1228,17 +1212,7 @@ def _abs_rule(ctx: RuleContext, x):
     return hlo("abs", ctx.out_type(), x)
 
 
-def _sign_rule(ctx: RuleContext, x):
-    aval = ctx.avals_in[0]
-    if aval.dtype.kind == "u":
-        zero, one = _splat(ctx, 0, aval, x), _splat(ctx, 1, aval, x)
-        return hlo("select", ctx.out_type(), _compare(ctx, x, zero, "NE", aval), one, zero)
-    return hlo("sign", ctx.out_type(), x)
-
-
-def _round_rule(ctx: RuleContext, x, *, rounding_method: int = 0):
-    return hlo("round_nearest_even" if rounding_method == 1 else "round_nearest_afz",
-               ctx.out_type(), x)
+lowering_rules[P.abs_p] = _abs_rule
 
 
 # IREE's llvm-cpu computes float64 expm1 and log1p as exp(x) - 1 and log(1 + x) (all
@@ -1259,33 +1233,6 @@ def logarithm(ctx: RuleContext, x, aval: ShapedArray):
     if aval.dtype == _F64 and ctx.lowering.platform == "vulkan":
         return _float64_formula(ctx, float64_math.log, x, shape=aval.shape)
     return hlo("log", tensor_type(aval, ctx.dynamic), x)
-
-
-
-def _exp_rule(ctx: RuleContext, x):
-    return exponential(ctx, x, ctx.avals_in[0])
-
-
-def _log_rule(ctx: RuleContext, x):
-    return logarithm(ctx, x, ctx.avals_in[0])
-
-
-def _logistic_rule(ctx: RuleContext, x):
-    aval = ctx.avals_in[0]
-    if not (aval.dtype == _F64 and ctx.lowering.platform == "vulkan"):
-        return hlo("logistic", ctx.out_type(), x)
-    # 1 / (1 + e**-x), written e**x / (1 + e**x) for x < 0 so that e**-x cannot overflow.
-    t = ctx.out_type()
-    e = exponential(ctx, hlo("negate", t, hlo("abs", t, x)), aval)
-    one = _splat(ctx, 1.0, aval, x)
-    positive = hlo("divide", t, one, hlo("add", t, one, e))
-    return hlo("select", t, _compare(ctx, x, _splat(ctx, 0.0, aval, x), "LT", aval),
-               hlo("divide", t, e, hlo("add", t, one, e)), positive)
-
-
-lowering_rules[P.exp_p] = _exp_rule
-lowering_rules[P.log_p] = _log_rule
-lowering_rules[P.logistic_p] = _logistic_rule
 
 
 def _expm1_f64(ctx: RuleContext, x, aval: ShapedArray):
@@ -1314,36 +1261,6 @@ def _log1p_f64(ctx: RuleContext, x, aval: ShapedArray):
     return hlo("select", t, tiny, x, hlo("select", t, infinite, u, corrected))
 
 
-def _expm1_rule(ctx: RuleContext, x):
-    aval = ctx.avals_in[0]
-    if aval.dtype == np.float64:
-        return _expm1_f64(ctx, x, aval)
-    return hlo("exponential_minus_one", ctx.out_type(), x)
-
-
-def _log1p_rule(ctx: RuleContext, x):
-    aval = ctx.avals_in[0]
-    if aval.dtype == np.float64 and ctx.lowering.platform == "vulkan":
-        return _float64_formula(ctx, float64_math.log1p, x, shape=aval.shape)   # (see float64_math)
-    if aval.dtype == np.float64:
-        return _log1p_f64(ctx, x, aval)
-    return hlo("log_plus_one", ctx.out_type(), x)
-
-
-def _tanh_rule(ctx: RuleContext, x):
-    t = ctx.out_type()
-    aval = ctx.avals_in[0]
-    if aval.dtype != np.float64:
-        return hlo("tanh", t, x)
-    # tanh |x| = e / (e + 2) with e = expm1(2|x|); |x| is capped at 20, past which tanh is 1
-    # in float64 and e would overflow (inf / inf). sign(x) restores the sign (and keeps -0.0
-    # and NaN).
-    a = hlo("minimum", t, hlo("abs", t, x), _splat(ctx, 20.0, aval, x))
-    e = _expm1_f64(ctx, hlo("add", t, a, a), aval)
-    magnitude = hlo("divide", t, e, hlo("add", t, e, _splat(ctx, 2.0, aval, x)))
-    return hlo("multiply", t, hlo("sign", t, x), magnitude)
-
-
 def float32_formula(ctx: RuleContext, formula: Callable, x):
     """Lower a unary op of float32 (or a narrower float, computed in float32 as XLA does) by
     ``formula(ops, x)`` (float32_math.py)."""
@@ -1355,152 +1272,6 @@ def float32_formula(ctx: RuleContext, formula: Callable, x):
     result = formula(ops, value)
     return (result if dtype == _F32 else ops.apply("convert", dtype, result)).value
 
-
-def _erf_rule(ctx: RuleContext, x):
-    if ctx.avals_in[0].dtype == _F64:
-        return op("chlo.erf", [ctx.out_type()], [x]).result
-    return float32_formula(ctx, float32_math.erf, x)  # rounded as JAX's
-
-
-def _cbrt_rule(ctx: RuleContext, x):
-    if ctx.avals_in[0].dtype == _F64:
-        return _float64_formula(ctx, float64_math.cbrt, x)
-    t = ctx.out_type()
-    if ctx.avals_in[0].dtype.kind != "f" and ctx.avals_in[0].dtype != bfloat16:
-        return hlo("cbrt", t, x)
-    # IREE's cbrt gives NaN for +-inf.
-    aval = ctx.avals_in[0]
-    infinite = _compare(ctx, hlo("abs", t, x), _splat(ctx, np.inf, aval, x), "EQ", aval)
-    return hlo("select", t, infinite, x, hlo("cbrt", t, x))
-
-
-# pi/2 as a sum of float32s: k * part is exact for the first three when |k| < 2**16 (|x| up to
-# ~1e5), and the fourth carries the remaining bits (Cody-Waite range reduction).
-_PI_2_PARTS = (1.5703125, 0.000484466552734375, -6.407499313354492e-07, 9.92093629470503e-10)
-# Cephes' sinf/cosf polynomials for |y| <= pi/4: y + y**3 * S(y**2), 1 - y**2/2 + y**4 * C(y**2).
-_SIN_COEFFS = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
-_COS_COEFFS = (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2)
-
-
-def _trig_rule(kind: str) -> Callable:
-    """sin, cos and tan: range reduction to [-pi/4, pi/4], then polynomials.
-
-    IREE's own kernels reduce with floor(x * 2/pi) and a single float32 pi/2: results for x < 0
-    were off by ~6e-8 absolute (sin(-1e-9) came out as +6.2e-8), and by 2.6e-4 around
-    |x| = 1e4. These are within 2.3 ulps (tan 4) up to |x| = 1e5."""
-    names = {"sin": "sine", "cos": "cosine", "tan": "tan"}
-
-    def rule(ctx: RuleContext, x):
-        in_aval = ctx.avals_in[0]
-        if in_aval.dtype == _F64:
-            return _float64_formula(ctx, lambda m, v: float64_math.sin_cos_tan(m, v, kind), x)
-        if in_aval.dtype == np.complex64 and kind != "tan":
-            return _complex64_sin_cos(ctx, x, kind)
-        if in_aval.dtype not in (np.dtype(np.float32), np.dtype(np.float16), bfloat16):
-            return hlo(names[kind], ctx.out_type(), x)
-        aval = ShapedArray(in_aval.shape, np.dtype(np.float32))
-        t = tensor_type(aval, ctx.dynamic)
-        x32 = x if in_aval.dtype == aval.dtype else hlo("convert", t, x)
-
-        def const(v):
-            return _splat(ctx, v, aval, x32)
-
-        def select(pred, a, b):
-            return hlo("select", t, pred, a, b)
-
-        k = hlo("round_nearest_even", t, hlo("multiply", t, x32, const(2 / np.pi)))
-        y = x32
-        for part in _PI_2_PARTS:
-            y = hlo("subtract", t, y, hlo("multiply", t, k, const(part)))
-        # |y| <= pi/4 (plus rounding).
-        z = hlo("multiply", t, y, y)
-
-        def poly(coeffs):
-            acc = const(coeffs[0])
-            for c in coeffs[1:]:
-                acc = hlo("add", t, hlo("multiply", t, acc, z), const(c))
-            return acc
-        sin_y = hlo("add", t, y, hlo("multiply", t, hlo("multiply", t, y, z), poly(_SIN_COEFFS)))
-        cos_y = hlo("add", t, hlo("subtract", t, const(1.0), hlo("multiply", t, z, const(0.5))),
-                    hlo("multiply", t, hlo("multiply", t, z, z), poly(_COS_COEFFS)))
-
-        def is_odd(v):  # exact in float32 for every integer v (true for NaN)
-            return _compare(ctx, v, hlo("multiply", t, const(2.0), hlo(
-                "floor", t, hlo("multiply", t, v, const(0.5)))), "NE", aval)
-        # x = y + k * pi/2: an odd k swaps sin and cos; the sign comes from the parity of k // 2
-        # ((k + 1) // 2 for cos).
-        odd = is_odd(k)
-        if kind == "tan":
-            result = select(odd, hlo("negate", t, hlo("divide", t, cos_y, sin_y)),
-                            hlo("divide", t, sin_y, cos_y))
-        else:
-            r = select(odd, cos_y, sin_y) if kind == "sin" else select(odd, sin_y, cos_y)
-            turns = k if kind == "sin" else hlo("add", t, k, const(1.0))
-            negative = is_odd(hlo("floor", t, hlo("multiply", t, turns, const(0.5))))
-            result = select(negative, hlo("negate", t, r), r)
-        if kind != "cos":  # sin(-0.0) and tan(-0.0) are -0.0
-            result = select(_compare(ctx, x32, const(0.0), "EQ", aval), x32, result)
-        return result if in_aval.dtype == aval.dtype else hlo("convert", ctx.out_type(), result)
-    return rule
-
-
-def _complex64_sin_cos(ctx: RuleContext, z, kind: str):
-    """sin(a + ib) = sin a cosh b + i cos a sinh b, cos(a + ib) = cos a cosh b - i sin a sinh b,
-    from the float32 parts. IREE 3.13's own expansion of a complex sine or cosine makes a
-    constant of the operand's dynamic shape, which fails to compile ("'stablehlo.constant' op
-    result #0 must be statically shaped"): eager mode could not run them. sinh and cosh come
-    from expm1 (no cancellation for small b); sin and cos of a from the rule above."""
-    part = ctx.avals_in[0].update(dtype=np.dtype(np.float32))
-    sub = RuleContext(ctx.lowering, [part], [part], ctx.dyn)
-    t = sub.type(part)
-    a, b = hlo("real", t, z), hlo("imag", t, z)
-    sin_a, cos_a = _trig_rule("sin")(sub, a), _trig_rule("cos")(sub, a)
-    up, down = hlo("exponential_minus_one", t, b), hlo("exponential_minus_one", t,
-                                                        hlo("negate", t, b))
-    half = _splat(sub, 0.5, part, b)
-    sinh_b = hlo("multiply", t, half, hlo("subtract", t, up, down))
-    cosh_b = hlo("add", t, _splat(sub, 1.0, part, b),
-                 hlo("multiply", t, half, hlo("add", t, up, down)))
-    if kind == "sin":
-        re, im = hlo("multiply", t, sin_a, cosh_b), hlo("multiply", t, cos_a, sinh_b)
-    else:
-        re = hlo("multiply", t, cos_a, cosh_b)
-        im = hlo("negate", t, hlo("multiply", t, sin_a, sinh_b))
-    return hlo("complex", ctx.out_type(), re, im)
-
-
-lowering_rules[P.abs_p] = _abs_rule
-lowering_rules[P.tanh_p] = _tanh_rule
-lowering_rules[P.expm1_p] = _expm1_rule
-lowering_rules[P.log1p_p] = _log1p_rule
-lowering_rules[P.sign_p] = _sign_rule
-lowering_rules[P.cbrt_p] = _cbrt_rule
-lowering_rules[P.sin_p] = _trig_rule("sin")
-lowering_rules[P.cos_p] = _trig_rule("cos")
-lowering_rules[P.tan_p] = _trig_rule("tan")
-lowering_rules[P.round_p] = _round_rule
-lowering_rules[P.erf_p] = _erf_rule
-
-
-def _integer_pow_rule(ctx: RuleContext, x, *, y: int):
-    aval = ctx.avals_in[0]
-    if y == 0:
-        return _splat(ctx, 1, aval, x)
-    # Square-and-multiply: O(log y) multiplications.
-    t = ctx.out_type()
-    base, acc, n = x, None, abs(y)
-    while n:
-        if n & 1:
-            acc = base if acc is None else hlo("multiply", t, acc, base)
-        n >>= 1
-        if n:
-            base = hlo("multiply", t, base, base)
-    if y < 0:
-        acc = hlo("divide", t, _splat(ctx, 1, aval, x), acc)
-    return acc
-
-
-lowering_rules[P.integer_pow_p] = _integer_pow_rule
 
 _BINARY = {
     P.add_p: "add", P.sub_p: "subtract", P.mul_p: "multiply",
@@ -1543,92 +1314,6 @@ def _max_min_rule(name: str, bool_name: str) -> Callable:
     return rule
 
 
-def _pow_rule(ctx: RuleContext, x, y):
-    out = ctx.avals_out[0]
-    x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, out)
-    t = ctx.out_type()
-    if out.dtype.kind != "f" and out.dtype != bfloat16:
-        return hlo("power", t, x, y)
-    # IREE computes exp(y * log(x)): NaN for every negative base, and for 0**0, nan**0, 1**nan.
-    # C's (and XLA's) pow: the power of |x|, negated for odd integer y when x has its sign bit
-    # set, NaN for a finite negative x and non-integer y, and 1 for y == 0, x == 1, (-1)**inf.
-    bool_t = tensor_type(out.update(dtype=np.bool_), ctx.dynamic)
-
-    def cmp(a, b, direction):
-        return _compare(ctx, a, b, direction, out)
-
-    def const(v):
-        return _splat(ctx, v, out, x)
-
-    def both(a, b):
-        return hlo("and", bool_t, a, b)
-
-    if out.dtype.itemsize < 4:
-        # In float16, exp(y * log(x)) loses ~4 ulps: compute in float32 and round once.
-        t32 = tensor_type(out.update(dtype=np.dtype(np.float32)), ctx.dynamic)
-        result = hlo("convert", t, hlo("power", t32, hlo("convert", t32, hlo("abs", t, x)),
-                                       hlo("convert", t32, y)))
-    elif out.dtype == _F64:
-        # IREE's exp(y * log x) loses up to ~500 ulps in float64.
-        result = _float64_formula(ctx, float64_math.pow_abs, hlo("abs", t, x), y)
-    else:
-        result = hlo("power", t, hlo("abs", t, x), y)
-    y_integer = cmp(hlo("floor", t, y), y, "EQ")
-    half_y = hlo("multiply", t, y, const(0.5))
-    y_odd = both(y_integer, cmp(hlo("floor", t, half_y), half_y, "NE"))
-    result = hlo("select", t, both(_sign_bit(ctx, x, out), y_odd), hlo("negate", t, result), result)
-    finite_negative = both(cmp(x, const(0.0), "LT"), cmp(x, const(-np.inf), "GT"))
-    result = hlo("select", t, both(finite_negative, hlo("not", bool_t, y_integer)),
-                 const(np.nan), result)
-    one = hlo("or", bool_t, cmp(y, const(0.0), "EQ"), cmp(x, const(1.0), "EQ"))
-    one = hlo("or", bool_t, one, both(cmp(x, const(-1.0), "EQ"),
-                                      cmp(hlo("abs", t, y), const(np.inf), "EQ")))
-    return hlo("select", t, one, const(1.0), result)
-
-
-def _sign_bit(ctx: RuleContext, x, aval: ShapedArray):
-    """Whether float ``x`` has its sign bit set (-0.0 included): its bits, read as a signed
-    integer, are negative."""
-    int_aval = aval.update(dtype=np.dtype(f"i{aval.dtype.itemsize}"))
-    bits = hlo("bitcast_convert", tensor_type(int_aval, ctx.dynamic), x)
-    return _compare(ctx, bits, _splat(ctx, 0, int_aval, bits), "LT", int_aval)
-
-
-def _atan2_rule(ctx: RuleContext, y, x):
-    out = ctx.avals_out[0]
-    y, x = broadcast_to_result(ctx, [y, x], ctx.avals_in, out)
-    if out.dtype == _F64:
-        return _float64_formula(ctx, float64_math.atan2, y, x)
-    t = ctx.out_type()
-    if out.dtype.kind != "f" and out.dtype != bfloat16:
-        return hlo("atan2", t, y, x)
-    # IREE's atan2 is NaN for two zeros or two infinities and loses the sign of y when
-    # x = -inf. atan2(y, x) = copysign(atan2(|y|, x), y), with C's values for those cases.
-    bool_t = tensor_type(out.update(dtype=np.bool_), ctx.dynamic)
-
-    def const(v):
-        return _splat(ctx, v, out, x)
-
-    def both(a, b):
-        return hlo("and", bool_t, a, b)
-
-    def select(pred, a, b):
-        return hlo("select", t, pred, a, b)
-
-    abs_y, abs_x = hlo("abs", t, y), hlo("abs", t, x)
-    result = hlo("atan2", t, abs_y, x)
-    zeros = both(_compare(ctx, abs_y, const(0.0), "EQ", out),
-                 _compare(ctx, x, const(0.0), "EQ", out))
-    result = select(zeros, select(_sign_bit(ctx, x, out), const(np.pi), const(0.0)), result)
-    infs = both(_compare(ctx, abs_y, const(np.inf), "EQ", out),
-                _compare(ctx, abs_x, const(np.inf), "EQ", out))
-    at_inf = select(_compare(ctx, x, const(0.0), "GT", out), const(np.pi / 4), const(3 * np.pi / 4))
-    result = select(infs, at_inf, result)
-    return select(_sign_bit(ctx, y, out), hlo("negate", t, result), result)
-
-
-lowering_rules[P.pow_p] = _pow_rule
-lowering_rules[P.atan2_p] = _atan2_rule
 lowering_rules[P.max_p] = _max_min_rule("maximum", "or")
 lowering_rules[P.min_p] = _max_min_rule("minimum", "and")
 
@@ -1642,7 +1327,11 @@ def _splat(ctx: RuleContext, value, like_aval: ShapedArray, like_value):
                                [like_aval.update(shape=()), like_aval], like_aval)[0]
 
 
-def _div_rem_rule(name: str) -> Callable:
+def division_rule(name: str) -> Callable:
+    """The lowering rule of StableHLO's ``divide`` or ``remainder`` (``name``), with XLA's
+    results where the hardware would trap (integers: see below).
+
+    Example: ``lowering_rules[div_p] = division_rule("divide")``"""
     def rule(ctx: RuleContext, x, y):
         out = ctx.avals_out[0]
         x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, out)
@@ -1678,8 +1367,7 @@ def _div_rem_rule(name: str) -> Callable:
     return rule
 
 
-lowering_rules[P.div_p] = _div_rem_rule("divide")
-lowering_rules[P.rem_p] = _div_rem_rule("remainder")
+lowering_rules[P.div_p] = division_rule("divide")
 
 
 def _compare_type(dtype: np.dtype) -> str:
@@ -2893,30 +2581,5 @@ def _complex128_rule(formula: Callable, ctx: RuleContext, operands: Sequence) ->
     return [_complex128_formula(ctx, formula, *operands)]
 
 
-def _complex_rsqrt(m, a, b):
-    re, im = float64_math.complex_sqrt(m, a, b)
-    return _complex_reciprocal(m, re, im)
-
-
-def _complex_logistic(m, a, b):
-    re, im = float64_math.complex_exp(m, -a, -b)
-    return _complex_reciprocal(m, 1.0 + re, im)
-
-
-def _complex_reciprocal(m, re, im):
-    """1 / (re + i im) by Smith's method (no overflow in the squares)."""
-    swap = m.abs(im) > m.abs(re)
-    big, small = m.select(swap, im, re), m.select(swap, re, im)
-    ratio = small / big
-    denominator = big + small * ratio
-    first, second = 1.0 / denominator, -ratio / denominator
-    return m.select(swap, -second, first), m.select(swap, -first, second)
-
-
-COMPLEX128_FORMULAS: dict[Any, Callable] = {
-    P.exp_p: float64_math.complex_exp, P.log_p: float64_math.complex_log,
-    P.expm1_p: float64_math.complex_expm1, P.log1p_p: float64_math.complex_log1p,
-    P.sin_p: float64_math.complex_sin, P.cos_p: float64_math.complex_cos,
-    P.tan_p: float64_math.complex_tan, P.tanh_p: float64_math.complex_tanh,
-    P.sqrt_p: float64_math.complex_sqrt, P.rsqrt_p: _complex_rsqrt,
-    P.logistic_p: _complex_logistic, P.pow_p: float64_math.complex_pow}
+# Formulas for complex128 results, by primitive (the families register theirs).
+COMPLEX128_FORMULAS: dict[Any, Callable] = {}

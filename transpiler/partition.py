@@ -171,8 +171,7 @@ def _elementwise(mesh: MeshAxis, values, layouts, eqn):
     return _same_params(eqn, operands, mesh.size), [d] * len(eqn.outputs)
 
 
-for _prim in P.ELEMENTWISE | {stop_gradient_p}:
-    partition_rules[_prim] = _elementwise
+partition_rules[stop_gradient_p] = _elementwise   # (and every member of P.ELEMENTWISE)
 
 
 def _local_shape(shape: Sequence[int], dim: int, n: int) -> tuple:
@@ -705,6 +704,8 @@ def _partition_ir(ir: IR, consts: Sequence[tuple], inputs: Sequence[tuple], mesh
                 result = _same_params(eqn, values, n), [REPLICATED] * len(eqn.outputs)
             else:
                 rule = partition_rules.get(eqn.primitive)
+                if rule is None and eqn.primitive in P.ELEMENTWISE:
+                    rule = _elementwise
                 if rule is not None:
                     result = rule(mesh, values, layouts, eqn)
                 if result is None:   # no partitioned form: gather the split operands

@@ -68,8 +68,18 @@ def _same_dtypes(name: str, avals: Sequence[ShapedArray]) -> np.dtype:
     return dtype
 
 
-def _unary(name: str, kinds: tuple[str, str], out_dtype=None) -> Primitive:
+# The elementwise primitives (the families that define more add theirs): eager mode runs them
+# on flat views, and batching and partitioning have one rule for all of them.
+ELEMENTWISE: set = set()
+
+
+def unary_primitive(name: str, kinds: tuple[str, str], out_dtype=None) -> Primitive:
+    """A new elementwise primitive of one operand of the dtype ``kinds`` (NUMERIC, ...), with
+    its abstract evaluation: the operand's aval (``out_dtype(dtype)`` gives another dtype).
+
+    Example: ``sin_p = unary_primitive("sin", FLOATING)``"""
     prim = Primitive(name)
+    ELEMENTWISE.add(prim)
 
     def rule(x: ShapedArray, **params) -> ShapedArray:
         _check_kinds(name, x, *kinds)
@@ -87,44 +97,19 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
         np.dtype(np.float64) if dtype == np.complex128 else dtype)
 
 
-neg_p = _unary("neg", NUMERIC)
-exp_p = _unary("exp", FLOATING)
-log_p = _unary("log", FLOATING)
-log1p_p = _unary("log1p", FLOATING)
-expm1_p = _unary("expm1", FLOATING)
-sin_p = _unary("sin", FLOATING)
-cos_p = _unary("cos", FLOATING)
-tan_p = _unary("tan", FLOATING)
-tanh_p = _unary("tanh", FLOATING)
-logistic_p = _unary("logistic", FLOATING)
-sqrt_p = _unary("sqrt", FLOATING)
-rsqrt_p = _unary("rsqrt", FLOATING)
-cbrt_p = _unary("cbrt", REAL_FLOATING)
-abs_p = _unary("abs", NUMERIC, _real_dtype)
-sign_p = _unary("sign", NUMERIC)
-floor_p = _unary("floor", REAL_FLOATING)
-ceil_p = _unary("ceil", REAL_FLOATING)
-round_p = _unary("round", REAL_FLOATING)  # params: rounding_method (0 away from zero, 1 to even)
-erf_p = _unary("erf", REAL_FLOATING)
-not_p = _unary("not", INTEGER_OR_BOOL)
-is_finite_p = _unary("is_finite", REAL_FLOATING, lambda d: _BOOL)
-
-integer_pow_p = Primitive("integer_pow")
+# (The mathematical functions, exp ... atan2, are math_functions.py's.)
+neg_p = unary_primitive("neg", NUMERIC)
+abs_p = unary_primitive("abs", NUMERIC, _real_dtype)
+not_p = unary_primitive("not", INTEGER_OR_BOOL)
 
 
-def _integer_pow_rule(x: ShapedArray, *, y: int) -> ShapedArray:
-    _check_kinds("integer_pow", x, *NUMERIC)
-    if y < 0 and x.dtype.kind in "iu":
-        raise TypeError(f"integer_pow with a negative exponent {y} needs a floating-point base, "
-                        f"got {x.dtype.name}")
-    return x
+def binary_primitive(name: str, kinds: tuple[str, str], compare: bool = False) -> Primitive:
+    """A new elementwise primitive of two operands of one dtype (a rank-0 one broadcasts), with
+    its abstract evaluation; ``compare``: its result is boolean.
 
-
-abstract_eval_rules[integer_pow_p] = _integer_pow_rule
-
-
-def _binary(name: str, kinds: tuple[str, str], compare: bool = False) -> Primitive:
+    Example: ``atan2_p = binary_primitive("atan2", REAL_FLOATING)``"""
     prim = Primitive(name)
+    ELEMENTWISE.add(prim)
 
     def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
         _check_kinds(name, x, *kinds)
@@ -138,28 +123,25 @@ def _binary(name: str, kinds: tuple[str, str], compare: bool = False) -> Primiti
     return prim
 
 
-add_p = _binary("add", NUMERIC)
-sub_p = _binary("sub", NUMERIC)
-mul_p = _binary("mul", NUMERIC)
-div_p = _binary("div", NUMERIC)
-rem_p = _binary("rem", ("iuf", "real numbers"))
-pow_p = _binary("pow", FLOATING)
-max_p = _binary("max", NUMERIC_OR_BOOL)
-min_p = _binary("min", NUMERIC_OR_BOOL)
-atan2_p = _binary("atan2", REAL_FLOATING)
-and_p = _binary("and", INTEGER_OR_BOOL)
-or_p = _binary("or", INTEGER_OR_BOOL)
-xor_p = _binary("xor", INTEGER_OR_BOOL)
-shift_left_p = _binary("shift_left", INTEGER)
-shift_right_arithmetic_p = _binary("shift_right_arithmetic", INTEGER)
-shift_right_logical_p = _binary("shift_right_logical", INTEGER)
+add_p = binary_primitive("add", NUMERIC)
+sub_p = binary_primitive("sub", NUMERIC)
+mul_p = binary_primitive("mul", NUMERIC)
+div_p = binary_primitive("div", NUMERIC)
+max_p = binary_primitive("max", NUMERIC_OR_BOOL)
+min_p = binary_primitive("min", NUMERIC_OR_BOOL)
+and_p = binary_primitive("and", INTEGER_OR_BOOL)
+or_p = binary_primitive("or", INTEGER_OR_BOOL)
+xor_p = binary_primitive("xor", INTEGER_OR_BOOL)
+shift_left_p = binary_primitive("shift_left", INTEGER)
+shift_right_arithmetic_p = binary_primitive("shift_right_arithmetic", INTEGER)
+shift_right_logical_p = binary_primitive("shift_right_logical", INTEGER)
 
-eq_p = _binary("eq", NUMERIC_OR_BOOL, compare=True)
-ne_p = _binary("ne", NUMERIC_OR_BOOL, compare=True)
-lt_p = _binary("lt", ORDERED, compare=True)
-le_p = _binary("le", ORDERED, compare=True)
-gt_p = _binary("gt", ORDERED, compare=True)
-ge_p = _binary("ge", ORDERED, compare=True)
+eq_p = binary_primitive("eq", NUMERIC_OR_BOOL, compare=True)
+ne_p = binary_primitive("ne", NUMERIC_OR_BOOL, compare=True)
+lt_p = binary_primitive("lt", ORDERED, compare=True)
+le_p = binary_primitive("le", ORDERED, compare=True)
+gt_p = binary_primitive("gt", ORDERED, compare=True)
+ge_p = binary_primitive("ge", ORDERED, compare=True)
 
 select_p = Primitive("select")
 
@@ -446,11 +428,4 @@ def _dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: 
 
 abstract_eval_rules[dot_general_p] = _dot_general_rule
 
-# Modules defining more elementwise primitives add them (eager mode runs these on flat views).
-ELEMENTWISE = set({
-    neg_p, exp_p, log_p, log1p_p, expm1_p, sin_p, cos_p, tan_p, tanh_p, logistic_p, sqrt_p,
-    rsqrt_p, cbrt_p, abs_p, sign_p, floor_p, ceil_p, round_p, erf_p, not_p, is_finite_p,
-    integer_pow_p, add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, and_p, or_p,
-    xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p, ne_p, lt_p,
-    le_p, gt_p, ge_p, select_p, convert_element_type_p,
-})
+ELEMENTWISE.update({select_p, convert_element_type_p})

@@ -31,6 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import batching, float32_math
+from . import math_functions as M
 from . import primitives as P
 from .ad import Zero
 from .ad_rules import (add, aval, const, defjvp, defjvp_zero, deflinear, div, mul, neg, select,
@@ -88,7 +89,7 @@ lowering_rules[clz_p] = lambda ctx, x: hlo("count_leading_zeros", ctx.out_type()
 for _p in (population_count_p, clz_p):
     defjvp_zero(_p)
 defjvp(erf_inv_p, lambda g, ans, x: mul(g, mul(const(math.sqrt(math.pi) / 2, ans),
-                                               P.exp_p.bind(mul(ans, ans)))), use_output=True)
+                                               M.exp_p.bind(mul(ans, ans)))), use_output=True)
 defjvp(lgamma_p, lambda g, x: mul(g, digamma_p.bind(x)))
 defjvp(digamma_p, lambda g, x: mul(g, trigamma(x)))
 
@@ -215,16 +216,16 @@ def trigamma(x):
     y, total = z, None
     for _ in range(int(_ASYMPTOTIC_FROM)):
         small = P.lt_p.bind(y, c(_ASYMPTOTIC_FROM))
-        term = where(small, P.integer_pow_p.bind(y, y=-2), c(0.0))
+        term = where(small, M.integer_pow_p.bind(y, y=-2), c(0.0))
         total = term if total is None else add(total, term)
         y = where(small, add(y, c(1.0)), y)
-    inv = P.integer_pow_p.bind(y, y=-1)
+    inv = M.integer_pow_p.bind(y, y=-1)
     inv2 = mul(inv, inv)
     series = add(add(inv, mul(c(0.5), inv2)), mul(mul(inv2, inv), _poly(_TRIGAMMA, inv2, x)))
     result = add(series, total)
     # trigamma x + trigamma(1 - x) = pi**2 / sin(pi x)**2
-    r = sub(x, P.round_p.bind(x, rounding_method=1))
-    sin = P.sin_p.bind(mul(r, c(math.pi)))
+    r = sub(x, M.round_p.bind(x, rounding_method=1))
+    sin = M.sin_p.bind(mul(r, c(math.pi)))
     reflected = sub(div(c(math.pi ** 2), mul(sin, sin)), result)
     return where(reflect, reflected, result)
 
@@ -241,7 +242,7 @@ def _poly(coefficients, z, like):
 erfc_p = _unary("erfc", P.REAL_FLOATING)
 lowering_rules[erfc_p] = _chlo_rule("erfc")
 defjvp(erfc_p, lambda g, x: mul(g, mul(const(-2 / math.sqrt(math.pi), x),
-                                       P.exp_p.bind(neg(mul(x, x))))))
+                                       M.exp_p.bind(neg(mul(x, x))))))
 
 
 # -- bit cast of equal widths -----------------------------------------------------------------
@@ -373,7 +374,7 @@ def _abs_jvp(g, x):
     and d|x| = Re(conj(x / |x|) dx) (jnp.abs of a complex array under grad)."""
     if aval(x).dtype.kind != "c":
         return select(P.ge_p.bind(x, const(0, x)), g, neg(g))
-    return real_p.bind(mul(conj_p.bind(P.sign_p.bind(x)), g))
+    return real_p.bind(mul(conj_p.bind(M.sign_p.bind(x)), g))
 
 
 defjvp(P.abs_p, _abs_jvp)
