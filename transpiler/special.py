@@ -20,8 +20,8 @@ real, imag, conj, complex, and fma.
 * The complex parts are linear: their transposes follow JAX's convention (the real inner
   product Re(a conj b)).
 
-The unary ones join primitives.ELEMENTWISE, so that eager mode runs them on flat views (one
-kernel per dtype); all get the elementwise batching rule.
+All join primitives.ELEMENTWISE, so that eager mode runs them on flat views (one kernel per
+dtype), and they batch and partition by the elementwise rules (fma has its own batching).
 """
 from __future__ import annotations
 
@@ -45,23 +45,11 @@ _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 
 
-def _unary(name: str, kinds: tuple[str, str]) -> Primitive:
-    prim = Primitive(name)
-
-    def rule(x: ShapedArray) -> ShapedArray:
-        P._check_kinds(name, x, *kinds)
-        return x
-
-    abstract_eval_rules[prim] = rule
-    batching.batching_rules[prim] = batching._elementwise_rule(prim)
-    return prim
-
-
-erf_inv_p = _unary("erf_inv", P.REAL_FLOATING)
-lgamma_p = _unary("lgamma", P.REAL_FLOATING)
-digamma_p = _unary("digamma", P.REAL_FLOATING)
-population_count_p = _unary("population_count", P.INTEGER)
-clz_p = _unary("clz", P.INTEGER)
+erf_inv_p = P.unary_primitive("erf_inv", P.REAL_FLOATING)
+lgamma_p = P.unary_primitive("lgamma", P.REAL_FLOATING)
+digamma_p = P.unary_primitive("digamma", P.REAL_FLOATING)
+population_count_p = P.unary_primitive("population_count", P.INTEGER)
+clz_p = P.unary_primitive("clz", P.INTEGER)
 
 
 def _chlo_rule(name: str, f64_formula=None):
@@ -239,7 +227,7 @@ def _poly(coefficients, z, like):
 
 # -- erfc ---------------------------------------------------------------------------------------
 
-erfc_p = _unary("erfc", P.REAL_FLOATING)
+erfc_p = P.unary_primitive("erfc", P.REAL_FLOATING)
 lowering_rules[erfc_p] = _chlo_rule("erfc")
 defjvp(erfc_p, lambda g, x: mul(g, mul(const(-2 / math.sqrt(math.pi), x),
                                        M.exp_p.bind(neg(mul(x, x))))))
@@ -264,7 +252,6 @@ def _bitcast_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArra
 
 abstract_eval_rules[bitcast_p] = _bitcast_abstract_eval
 lowering_rules[bitcast_p] = lambda ctx, x, *, new_dtype: hlo("bitcast_convert", ctx.out_type(), x)
-batching.batching_rules[bitcast_p] = batching._elementwise_rule(bitcast_p)
 defjvp_zero(bitcast_p)
 
 
@@ -284,7 +271,6 @@ def _part_prim(name: str) -> Primitive:
         return ShapedArray(x.shape, _REAL_OF[x.dtype], x.weak_type)
 
     abstract_eval_rules[prim] = rule
-    batching.batching_rules[prim] = batching._elementwise_rule(prim)
     lowering_rules[prim] = lambda ctx, x: hlo(name, ctx.out_type(), x)
     return prim
 
@@ -412,5 +398,5 @@ batching.batching_rules[fma_p] = _fma_batching
 defjvp(fma_p, lambda g, a, b, c: mul(g, b), lambda g, a, b, c: mul(a, g),
        lambda g, a, b, c: g)
 
-P.ELEMENTWISE.update({erf_inv_p, lgamma_p, digamma_p, population_count_p, clz_p, erfc_p,
-                     bitcast_p, real_p, imag_p, conj_p, fma_p})
+# (The unary ones joined it when declared.)
+P.ELEMENTWISE.update({bitcast_p, real_p, imag_p, conj_p, fma_p})
