@@ -1,7 +1,8 @@
 """MLIR text -> ``.vmfb`` bytes, compiled in-process by IREE, cached in memory and on disk.
 
-The cache key is a hash of the MLIR text, the compiler flags and the compiler's version, so a
-second process running the same program loads the module from disk and compiles nothing.
+The cache key is a hash of the MLIR text, the compiler flags and the compiler's version (and,
+for code compiled for this machine's CPU, that CPU), so a second process running the same
+program loads the module from disk and compiles nothing.
 Disk entries carry a checksum: a truncated or corrupted entry is recompiled, never loaded.
 ``iree.compiler`` is imported only when something must really be compiled.
 """
@@ -33,8 +34,9 @@ from pyree import config
 # of 1000 64x64 matrix-vector products 2.4-3.2 -> 1.0-1.6 ms. The others did not measure
 # better here (global optimization and dispatch creation at O3 changed no row beyond noise;
 # aggressive fusion made a CNN step's convolution gradient exceed the stack limit).
+HOST_CPU_FLAG = "--iree-llvmcpu-target-cpu=host"   # (the cache key names the CPU: host_cpu)
 CPU_FLAGS = (
-    "--iree-llvmcpu-target-cpu=host",
+    HOST_CPU_FLAG,
     "--iree-opt-data-tiling",
     "--iree-opt-level=O3",
     "--iree-llvmcpu-reassociate-fp-reductions=true",
@@ -197,10 +199,47 @@ def compiler_version() -> str:
 _compiler_version: Optional[str] = None
 
 
+@functools.lru_cache(maxsize=None)
+def host_cpu() -> str:
+    """This machine's CPU as ``--iree-llvmcpu-target-cpu=host`` compiles for it: its model and
+    feature flags (Linux's /proc/cpuinfo), else what the platform module says.
+
+    A module compiled for one CPU may use instructions another lacks (AVX-512 code on an AMD
+    Zen 3 dies of SIGILL) or run slowly on it, and a cache directory can outlive the machine or
+    be shared between machines (a home directory on a network share, an image built elsewhere):
+    the cache key of such a module names the CPU (this session's machine changed from an AMD
+    EPYC to an Intel Xeon with AMX between two runs over one cache, 2026-11-28).
+
+    Example: ``host_cpu()`` is e.g. ``"x86_64 Intel(R) Xeon(R) Processor | fpu vme ... amx_tile"``
+    """
+    import platform
+    described = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                name = name.strip()
+                if not name and described:
+                    break   # the first processor's block is enough
+                if name in ("model name", "flags", "Features", "CPU implementer", "CPU part"):
+                    described.setdefault(name, " ".join(value.split()))
+    except OSError:
+        pass
+    parts = [platform.machine(), platform.processor()] + [
+        described[k] for k in ("model name", "CPU implementer", "CPU part", "flags", "Features")
+        if k in described]
+    return " | ".join(p for p in parts if p)
+
+
 def cache_key(mlir_text: str, flags: Sequence[str]) -> str:
+    """The disk and memory cache key of a module compiled with ``flags``.
+
+    Example: ``cache_key(text, device.compile_flags)``"""
     h = hashlib.sha256()
     h.update(compiler_version().encode())
     h.update(b"\0".join(f.encode() for f in GLOBAL_COMPILER_OPTIONS + tuple(flags)))
+    if HOST_CPU_FLAG in flags:
+        h.update(b"\0cpu\0" + host_cpu().encode())
     h.update(b"\0\0")
     h.update(mlir_text.encode())
     return h.hexdigest()

@@ -2,6 +2,7 @@
 import glob
 import json
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -119,6 +120,30 @@ def test_cache_key_depends_on_text_flags_and_version():
     assert a != rcompile.cache_key("module { }", ["--x"])
     assert a != rcompile.cache_key("module {}", ["--y"])
     assert rcompile.compiler_version() in ("none",) or ":" in rcompile.compiler_version()
+
+
+def test_code_for_this_cpu_is_not_loaded_on_another(monkeypatch, tmp_path):
+    # A cache directory that outlives its machine (or is shared between machines) must not hand
+    # code compiled for one CPU (AVX-512, AMX...) to another: the key of a module compiled for
+    # the host names the host's CPU; a CUDA module's does not depend on it.
+    from pyree.runtime.device import Device
+    cpu_flags = Device("cpu").compile_flags
+    assert rcompile.HOST_CPU_FLAG in cpu_flags
+    assert rcompile.host_cpu().startswith(platform.machine())
+    monkeypatch.setattr(pyree.config, "_values", dict(pyree.config._values, cache_dir=str(tmp_path)))
+    x = np.arange(5, dtype=np.float32)
+    key = rcompile.cache_key("module {}", cpu_flags)
+    cuda_key = rcompile.cache_key("module {}", ["--iree-hal-target-device=cuda"])
+    first = rcompile.CompileStats.compiled
+    np.testing.assert_array_equal(pyree.jit(lambda v: v * 7.25 - 1)(x), x * 7.25 - 1)
+    assert rcompile.CompileStats.compiled == first + 1
+    monkeypatch.setattr(rcompile, "host_cpu", lambda: "x86_64 | another CPU | avx2")
+    monkeypatch.setattr(rcompile, "_memory_cache", rcompile._BoundedCache(1 << 20))
+    assert rcompile.cache_key("module {}", cpu_flags) != key
+    assert rcompile.cache_key("module {}", ["--iree-hal-target-device=cuda"]) == cuda_key
+    hits = rcompile.CompileStats.disk_hits
+    np.testing.assert_array_equal(pyree.jit(lambda v: v * 7.25 - 1)(x), x * 7.25 - 1)
+    assert rcompile.CompileStats.compiled == first + 2 and rcompile.CompileStats.disk_hits == hits
 
 
 def test_compile_errors_are_collected_not_printed(capfd):
