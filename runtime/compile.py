@@ -207,8 +207,9 @@ def host_cpu() -> str:
     A module compiled for one CPU may use instructions another lacks (AVX-512 code on an AMD
     Zen 3 dies of SIGILL) or run slowly on it, and a cache directory can outlive the machine or
     be shared between machines (a home directory on a network share, an image built elsewhere):
-    the cache key of such a module names the CPU (this session's machine changed from an AMD
-    EPYC to an Intel Xeon with AMX between two runs over one cache, 2026-11-28).
+    the cache key of such a module names the CPU. (The machine pyree's benchmarks ran on
+    changed from an AMD Zen 3 to an Intel Emerald Rapids, with AVX-512 and AMX, between two
+    sessions, 2026-11-28.)
 
     Example: ``host_cpu()`` is e.g. ``"x86_64 Intel(R) Xeon(R) Processor | fpu vme ... amx_tile"``
     """

@@ -130,7 +130,8 @@ def test_code_for_this_cpu_is_not_loaded_on_another(monkeypatch, tmp_path):
     cpu_flags = Device("cpu").compile_flags
     assert rcompile.HOST_CPU_FLAG in cpu_flags
     assert rcompile.host_cpu().startswith(platform.machine())
-    monkeypatch.setattr(pyree.config, "_values", dict(pyree.config._values, cache_dir=str(tmp_path)))
+    monkeypatch.setattr(pyree.config, "_values",
+                        dict(pyree.config._values, cache_dir=str(tmp_path)))
     x = np.arange(5, dtype=np.float32)
     key = rcompile.cache_key("module {}", cpu_flags)
     cuda_key = rcompile.cache_key("module {}", ["--iree-hal-target-device=cuda"])
