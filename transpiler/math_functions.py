@@ -263,15 +263,15 @@ def _complex64_sin_cos(ctx: RuleContext, z, kind: str):
     result #0 must be statically shaped"): eager mode could not run them. sinh and cosh come
     from expm1 (no cancellation for small b); sin and cos of a from the rule above."""
     part = ctx.avals_in[0].update(dtype=np.dtype(np.float32))
-    sub = RuleContext(ctx.lowering, [part], [part], ctx.dyn)
-    t = sub.type(part)
+    part_ctx = RuleContext(ctx.lowering, [part], [part], ctx.dyn)
+    t = part_ctx.type(part)
     a, b = hlo("real", t, z), hlo("imag", t, z)
-    sin_a, cos_a = _trig_rule("sin")(sub, a), _trig_rule("cos")(sub, a)
+    sin_a, cos_a = _trig_rule("sin")(part_ctx, a), _trig_rule("cos")(part_ctx, a)
     up = hlo("exponential_minus_one", t, b)
     down = hlo("exponential_minus_one", t, hlo("negate", t, b))
-    half = _splat(sub, 0.5, part, b)
+    half = _splat(part_ctx, 0.5, part, b)
     sinh_b = hlo("multiply", t, half, hlo("subtract", t, up, down))
-    cosh_b = hlo("add", t, _splat(sub, 1.0, part, b),
+    cosh_b = hlo("add", t, _splat(part_ctx, 1.0, part, b),
                  hlo("multiply", t, half, hlo("add", t, up, down)))
     if kind == "sin":
         re, im = hlo("multiply", t, sin_a, cosh_b), hlo("multiply", t, cos_a, sinh_b)
