@@ -178,6 +178,11 @@ def test_forms_in_the_lowered_module():
     assert "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]" in nchw
     assert "stablehlo.optimization_barrier" in nchw and "stablehlo.transpose" in nchw
     assert DATA_TILING_MARK not in nchw
+    # One image (a batch of one, or one of the batch chunks): its product is already a plain
+    # matmul writing the feature-first result in order, so it keeps its layout.
+    one = _lowered(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"), x[:1], w)
+    assert "[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]" in one
+    assert "stablehlo.transpose" not in one and "barrier" not in one
     xh, wh = np.ones((2, 8, 8, 3), np.float32), np.ones((3, 3, 3, 4), np.float32)
     nhwc = _lowered(lambda x, w: lax.conv_general_dilated(
         x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")), xh, wh)
