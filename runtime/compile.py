@@ -70,6 +70,17 @@ DATA_TILING_MARK = "pyree.data_tiling"
 # operands of two or more data-tiled products, e.g. jnp.where(mask, x, 0) @ w in a loop
 # ("'linalg.pack' op expected padding_value has 'i8' but got: 'i1'").
 GLOBAL_DATA_TILING_FLAG = "--iree-global-opt-data-tiling"
+# On that global path IREE 3.13 can lower the tiled products to its newer inner_tiled op
+# instead of linalg.mmt4d; on AVX-512 it picks a taller register tile (a 1000x1000 product:
+# mmt4d_63x63x1000x16x16x1, 12-20 ms, against tiles of 29 x 16). Alternating with JAX in one
+# process (Intel Emerald Rapids, 2 threads, median of 7 rounds, pyree/JAX): 1000x1000 1.46 ->
+# 1.01, 128x784 @ 784x512 1.61 -> 1.04, x.T @ g (784x128 @ 128x512) 1.25 -> 1.02, 4096x1000 @
+# 1000x1000 1.36 -> 1.14, an MLP's SGD step 1.27 -> 1.22. It is experimental: on the other
+# path it fails on a tiled product with a fused elementwise consumer ("failed to legalize
+# operation 'linalg.generic'"), and on this one for a small CNN's step ("'inner_tiled' op
+# shape does not match iteration bounds"); a module IREE refuses with it is compiled again
+# without it (_compile_now).
+INNER_TILED_FLAG = "--iree-llvmcpu-enable-inner-tiled"
 BOOLEAN_OPERAND = re.compile(r"%arg\d+: tensor<(?:\d+x)+i1>"
                              r"|stablehlo\.constant dense<[\[\"][^>]*> : tensor<(?:\d+x)+i1>")
 _LOOP_OR_CONVOLUTION = re.compile(r"scf\.for|stablehlo\.while|\"stablehlo\.while\"|"
@@ -129,7 +140,8 @@ def _matvec_configuration(row: re.Match) -> str:
 
 def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str, ...]]:
     """The module text and flags IREE gets for ``mlir_text`` compiled with ``flags``: data
-    tiling only when an op is marked for it; on a CPU, reshapes moved across elementwise ops
+    tiling only when an op is marked for it (on IREE's global path, with inner-tiled products
+    on a CPU); on a CPU, reshapes moved across elementwise ops
     without a convolution and im2col with one; marked matrix-vector products configured row by
     row on a CPU without data tiling (with data tiling IREE may fuse a marked product into a
     dispatch whose root is a tiled matmul, and two configurations in one dispatch fail to
@@ -145,6 +157,8 @@ def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str
     if DATA_TILING_FLAG in flags and (BOOLEAN_OPERAND.search(mlir_text)
                                       or not _LOOP_OR_CONVOLUTION.search(mlir_text)):
         flags = tuple(GLOBAL_DATA_TILING_FLAG if f == DATA_TILING_FLAG else f for f in flags)
+        if _CPU_BACKEND_FLAG in flags:
+            flags += (INNER_TILED_FLAG,)
     if _CPU_BACKEND_FLAG in flags and "stablehlo.convolution" not in mlir_text:
         flags += (RESHAPE_MOVEMENT_FLAG,)
     if _CPU_BACKEND_FLAG in flags and "stablehlo.convolution" in mlir_text and not any(
@@ -573,6 +587,10 @@ FALLBACK_FLAG_SETS = (FALLBACK_FLAGS, ("--iree-dispatch-creation-enable-aggressi
 
 def _compile_now(mlir_text: str, flags: Sequence[str]) -> bytes:
     payload, diagnostics = _run_compiler(mlir_text, flags)
+    if payload is None and INNER_TILED_FLAG in flags:   # (experimental in IREE: see its note)
+        flags = tuple(f for f in flags if f != INNER_TILED_FLAG)
+        payload, diagnostics = _run_compiler(mlir_text, flags)
+        CompileStats.fallbacks += payload is not None
     for fallback in FALLBACK_FLAG_SETS:
         if payload is not None:
             break

@@ -191,6 +191,26 @@ def test_prepare_module_only_drops_data_tiling():
     assert rcompile.prepare_module("module {}", ("--a",)) == ("module {}", ("--a",))
 
 
+@cpu_only("inner-tiled products are a CPU compile flag")
+def test_inner_tiled_products_and_a_module_compiled_again_without_them():
+    # Straight-line products compile with IREE's inner-tiled products (runtime/compile.py,
+    # INNER_TILED_FLAG); where IREE refuses a module with them (on its dispatch-creation path,
+    # a tiled product with a bias added), it is compiled again without them.
+    a, b, c = _data((40, 30), (30, 50), (50,))
+    f = lambda a, b, c: a @ b + c
+    text = pyree.jit(f).lower(a, b, c).as_text()
+    flags = rcompile.prepare_module(text, pyree.devices()[0].compile_flags)[1]
+    assert rcompile.GLOBAL_DATA_TILING_FLAG in flags and rcompile.INNER_TILED_FLAG in flags
+    np.testing.assert_allclose(np.asarray(pyree.jit(f)(a, b, c)),
+                               a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)
+    late = tuple(rcompile.DATA_TILING_FLAG if flag == rcompile.GLOBAL_DATA_TILING_FLAG else flag
+                 for flag in flags)
+    assert rcompile._run_compiler(text, late)[0] is None
+    before = rcompile.CompileStats.fallbacks
+    assert rcompile._compile_now(text, late)   # the module's .vmfb
+    assert rcompile.CompileStats.fallbacks == before + 1
+
+
 # -- batched matrix-vector products configured row by row (runtime/compile.py, MATVEC_MARK) ------
 
 CONFIGURED = "vector_common_parallel = [1, 1, 0], vector_reduction = [0, 0, {}]"
