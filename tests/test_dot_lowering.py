@@ -127,8 +127,9 @@ def test_narrow_modules_compile_without_data_tiling():
 
 @cpu_only("data tiling and the matvec configuration are CPU compile flags")
 def test_wide_products_keep_data_tiling():
-    # Straight-line products: IREE's global-optimization data tiling; in a loop or beside a
-    # convolution: its dispatch-creation data tiling (see GLOBAL_DATA_TILING_FLAG).
+    # Straight-line products: IREE's global-optimization data tiling; in a loop, or beside a
+    # convolution on a CPU without AVX-512: its dispatch-creation data tiling (see
+    # GLOBAL_DATA_TILING_FLAG).
     m, ms = _data((8, 8), (4, 8, 8))
     for f, args in [(lambda m: m @ m, (m,)), (pyree.vmap(jnp.matmul), (ms, ms)),
                     (lambda m: (m @ m) @ m[0], (m,))]:
@@ -138,7 +139,9 @@ def test_wide_products_keep_data_tiling():
     x, w = np.ones((2, 8, 8, 4), np.float32), np.ones((3, 3, 4, 8), np.float32)
     conv = _flags(lambda x, w, m: (lax.conv_general_dilated(
         x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")), m @ m), x, w, m)
-    assert rcompile.DATA_TILING_FLAG in conv and rcompile.GLOBAL_DATA_TILING_FLAG not in conv
+    path = (rcompile.GLOBAL_DATA_TILING_FLAG if rcompile._avx512_host(rcompile.CPU_FLAGS)
+            else rcompile.DATA_TILING_FLAG)
+    assert path in conv and _tiled(tuple(flag for flag in conv if flag != path)) is False
 
 
 @cpu_only("data tiling is a CPU compile flag")
@@ -189,6 +192,21 @@ def test_prepare_module_only_drops_data_tiling():
     looped = "scf.for " + marked
     assert rcompile.prepare_module(looped, flags) == (looped, flags)
     assert rcompile.prepare_module("module {}", ("--a",)) == ("module {}", ("--a",))
+
+
+def test_convolutions_take_the_global_data_tiling_path_with_avx512(monkeypatch):
+    # Measured per CPU (runtime/compile.py, GLOBAL_DATA_TILING_FLAG): with AVX-512 only loops
+    # keep the dispatch-creation path; without it convolutions do too.
+    flags = (rcompile.HOST_CPU_FLAG, rcompile.DATA_TILING_FLAG)
+    conv = f"stablehlo.convolution {{{rcompile.DATA_TILING_MARK}}}"
+    looped = "stablehlo.while " + conv
+    monkeypatch.setattr(rcompile, "host_cpu", lambda: "x86_64 Xeon | fpu avx2 avx512f avx512bw")
+    assert rcompile.prepare_module(conv, flags)[1][1] == rcompile.GLOBAL_DATA_TILING_FLAG
+    assert rcompile.prepare_module(looped, flags)[1][1] == rcompile.DATA_TILING_FLAG
+    # (not compiling for this machine's CPU: no AVX-512 assumed)
+    assert rcompile.prepare_module(conv, flags[1:])[1][0] == rcompile.DATA_TILING_FLAG
+    monkeypatch.setattr(rcompile, "host_cpu", lambda: "x86_64 Ryzen | fpu avx avx2 fma")
+    assert rcompile.prepare_module(conv, flags)[1][1] == rcompile.DATA_TILING_FLAG
 
 
 @cpu_only("inner-tiled products are a CPU compile flag")
