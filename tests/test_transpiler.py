@@ -1403,11 +1403,12 @@ def test_lax_scan_and_map(m, c0):
     assert_agree(jitted(lax_scans)(init, xs), want)
 
 
-@pytest.mark.parametrize("length", [1000, 1003])
+@pytest.mark.parametrize("length", [100, 1000, 1003])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_long_scans_run_in_blocks(length, reverse):
-    # A long scan with stacked outputs is lowered as a scan of blocks (control_flow's
-    # _blocked_scan: IREE copies a loop-carried stack whole at each update); the steps left over
+    # A scan of a few chunks or more with stacked outputs is lowered as a scan of blocks
+    # (control_flow's _blocked_scan: IREE copies a loop-carried stack whole at each update):
+    # an outer loop over blocks and an inner one over a block's chunks; the steps left over
     # run before (reverse) or after the blocks.
     rng = np.random.default_rng(length)
     xs = {"a": rng.normal(size=(length, 3)).astype(np.float32),
@@ -1423,8 +1424,9 @@ def test_long_scans_run_in_blocks(length, reverse):
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
         c = np.tanh(c @ w + xs["a"][i]) * xs["b"][i]
         sums[i], doubled[i] = c.sum(), c * 2
-    got_c, (got_sums, got_doubled) = pyree.jit(
-        lambda xs: lax.scan(step, jnp.ones(3), xs, reverse=reverse))(xs)
+    f = lambda xs: lax.scan(step, jnp.ones(3), xs, reverse=reverse)  # noqa: E731
+    assert pyree.jit(f).lower(xs).as_text().count("scf.for") >= 2   # (unblocked: one)
+    got_c, (got_sums, got_doubled) = pyree.jit(f)(xs)
     np.testing.assert_allclose(got_c, c, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got_sums, sums, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got_doubled, doubled, rtol=1e-4, atol=1e-4)

@@ -306,9 +306,13 @@ SCAN_UNROLLED_EQNS = 256
 # dispatch that writes each step's row of each stacked output through a buffer binding of its
 # own: 30 steps of such a body under grad (7 stacked residuals, 14 steps left over) made a
 # dispatch of 86 bindings, more than IREE's CPU runtime takes (32; CUDA's: 16). Rows per chunk
-# are kept to a number that fits beside the dispatch's inputs.
-SCAN_ROWS_PER_CHUNK = {"cuda": 8}
-SCAN_ROWS_PER_CHUNK_DEFAULT = 24
+# are kept to a number that fits beside the dispatch's inputs. Since IREE binds the outputs
+# of one buffer once (runtime/compile.py, GLOBAL_COMPILER_OPTIONS) that body compiles with 48
+# rows on the CPU, and more rows per chunk copy the stacked ys fewer times (see
+# SCAN_BLOCKING_MIN_CHUNKS): benchmarks/ad.py's RNN gradient (3 stacked residuals, k 8 -> 16)
+# 12.1 -> 10.2 and 11.2 -> 9.6 ms, JAX 7.5 and 7.3 (Emerald Rapids, alternating in one process).
+SCAN_ROWS_PER_CHUNK = {"cuda": 8, "vulkan": 24}
+SCAN_ROWS_PER_CHUNK_DEFAULT = 48
 
 
 def region_size(ir: IR) -> int:
@@ -449,7 +453,12 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
 # steps whose body is a scan of one block: L * (L / q + q / k) rows, least at q = sqrt(L k)
 # (8000 steps of k = 16: 0.36 M rows instead of 4 M). One level only: blocks of blocks (the
 # gradient of a 4000-step scan of 8 stacked rows a step) crashed IREE's compiler (SIGSEGV).
-SCAN_BLOCKING_MIN_CHUNKS = 32
+# With c = L / k chunks the blocked form copies 2 L sqrt(c) rows against L c: fewer from c > 4.
+# It pays from a few chunks on: the RNN gradient of benchmarks/ad.py (100 steps of k = 16, 6
+# chunks, 3.7 MB of stacked residuals) 10.2 -> 9.5 and 9.6 -> 9.0 ms blocked (JAX 7.5, 7.3;
+# alternating in one process, Emerald Rapids); the unbatched RNN of benchmarks/run.py within
+# noise (0.61 / 0.64 ms, JAX 0.70). It was 32 chunks before (2026-11-28).
+SCAN_BLOCKING_MIN_CHUNKS = 6
 _in_blocked_scan = contextvars.ContextVar("pyree_in_blocked_scan", default=False)
 
 
