@@ -686,6 +686,45 @@ def test_hessian_of_scan_matches_finite_differences_of_gradient():
         close(h[:, j], column, rtol=2e-2, atol=2e-3)
 
 
+def _scans(ir) -> list:
+    return [e for e in ir.eqns if e.primitive.name == "scan"]
+
+
+def test_scan_gradient_reads_its_xs_and_ys_instead_of_stacking_them_again():
+    # A residual of a scan's backward pass that is an x slice (an RNN's input, for the input
+    # weights' gradient) or one of the ys (exp's output, its own derivative) is read from xs
+    # or ys, not stacked again by the forward scan (control_flow_ad._scan_partial_eval).
+    rng = np.random.default_rng(0)
+    wx = rng.normal(size=(3, 4)).astype(np.float32)
+    wh = rng.normal(size=(4, 4)).astype(np.float32) / 2
+    xs = rng.normal(size=(20, 5, 3)).astype(np.float32)
+
+    def rnn(wx, wh, xs):
+        def cell(h, x):
+            h = jnp.tanh(x @ wx + h @ wh)
+            return h, h
+        return jnp.sum(lax.scan(cell, jnp.zeros((5, 4), np.float32), xs)[1] ** 2)
+    forward, backward = _scans(pyree.make_ir(pyree.grad(rnn, argnums=(0, 1)))(wx, wh, xs).ir)
+    assert (20, 5, 3) not in [v.aval.shape for v in forward.outputs]
+    assert (20, 5, 3) in [v.aval.shape for v in backward.inputs]
+    check_grads(lambda wx, wh: rnn(wx, wh, xs), (wx, wh), order=1, modes=["rev"])
+
+    def exps(w, xs):
+        return jnp.sum(lax.scan(lambda c, x: (jnp.exp(0.1 * c + x * w),) * 2,
+                                jnp.zeros(3, np.float32), xs)[1])
+    small = xs[:, 0, :] / 4
+    forward, _ = _scans(pyree.make_ir(pyree.grad(exps))(np.float32(0.3), small).ir)
+    assert [v.aval.shape for v in forward.outputs] == [(3,), (20, 3)]   # the carry, the ys
+    w, c, want = 0.3, np.zeros(3), 0.0   # d/dw by hand: y = exp(0.1 c + x w), dy = y (0.1 dc + x)
+    dc = np.zeros(3)
+    for x in small.astype(np.float64):
+        y = np.exp(0.1 * c + x * w)
+        dc = y * (0.1 * dc + x)
+        want += dc.sum()
+        c = y
+    close(float(pyree.jit(pyree.grad(exps))(np.float32(w), small)), want, rtol=1e-4)
+
+
 @pytest.mark.vulkan_subset
 def test_jacfwd_of_jacrev_with_fori_loop_and_cond():
     def f(v):
