@@ -70,16 +70,16 @@ DATA_TILING_MARK = "pyree.data_tiling"
 # operands of two or more data-tiled products, e.g. jnp.where(mask, x, 0) @ w in a loop
 # ("'linalg.pack' op expected padding_value has 'i8' but got: 'i1'").
 # Those figures are an AMD Zen 3's (AVX2). On an Intel Emerald Rapids (AVX-512) the global
-# path is the faster one for convolutions too (alternating with JAX in one process, median of
-# 7 rounds, dispatch-creation / global path, ms): a small CNN's SGD step 38.8 / 28.5 and 45.7 /
-# 38.4 (JAX 36.9, 43.9), NHWC 8x64x64x32 convolution 14.4 / 13.5, stride 2 4.1 / 3.7 and 5.2 /
-# 4.7, its gradient 63.9 / 54.3; NCHW 8x32x64x64 and 32x64x8x8 and their gradients within
-# 5% either way; an RNN gradient's scan 13.6 / 13.6. So with AVX-512 only loops keep the
-# dispatch-creation path.
+# path is as fast or faster for convolutions (alternating with JAX in one process, median of
+# 7 rounds, dispatch-creation / global path, ms): a small CNN's SGD step 38.8 / 28.5 and 45.7
+# / 38.4 (JAX 36.9, 43.9), NHWC 8x64x64x32 convolution 14.4 / 13.5, stride 2 4.1 / 3.7 and
+# 5.2 / 4.7, its gradient 49.7 / 50.4 and 63.9 / 54.3; NCHW 8x32x64x64 and 32x64x8x8 and
+# their gradients within 5% either way; an RNN gradient's scan 13.6 / 13.6. So with AVX-512
+# only loops keep the dispatch-creation path.
 GLOBAL_DATA_TILING_FLAG = "--iree-global-opt-data-tiling"
 # On that global path IREE 3.13 can lower the tiled products to its newer inner_tiled op
 # instead of linalg.mmt4d; on AVX-512 it picks a taller register tile (a 1000x1000 product:
-# mmt4d_63x63x1000x16x16x1, 12-20 ms, against tiles of 29 x 16). Alternating with JAX in one
+# mmt4d_63x63x1000x16x16x1 took 12-20 ms, tiles of 29 x 16 8-16 ms). Alternating with JAX in one
 # process (Intel Emerald Rapids, 2 threads, median of 7 rounds, pyree/JAX): 1000x1000 1.46 ->
 # 1.01, 128x784 @ 784x512 1.61 -> 1.04, x.T @ g (784x128 @ 128x512) 1.25 -> 1.02, 4096x1000 @
 # 1000x1000 1.36 -> 1.14, an MLP's SGD step 1.27 -> 1.22. It is experimental: on the other
