@@ -171,9 +171,9 @@ def prepare_module(mlir_text: str, flags: Sequence[str]) -> tuple[str, tuple[str
         flags = tuple(GLOBAL_DATA_TILING_FLAG if f == DATA_TILING_FLAG else f for f in flags)
         if _CPU_BACKEND_FLAG in flags and not convolution:
             flags += (INNER_TILED_FLAG,)
-    if _CPU_BACKEND_FLAG in flags and "stablehlo.convolution" not in mlir_text:
+    if _CPU_BACKEND_FLAG in flags and not convolution:
         flags += (RESHAPE_MOVEMENT_FLAG,)
-    if _CPU_BACKEND_FLAG in flags and "stablehlo.convolution" in mlir_text and not any(
+    if _CPU_BACKEND_FLAG in flags and convolution and not any(
             "stablehlo.convolution" in line and ("bf16" in line or "f16" in line)
             for line in mlir_text.splitlines()):
         flags += (IM2COL_FLAG,)
