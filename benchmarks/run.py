@@ -163,10 +163,11 @@ def bench_cross_entropy(rounds: int, by_hand: bool = False) -> dict:
 
 # (name, lhs shape, rhs shape, whether the lhs is given transposed): the square product, and
 # the products of an MLP's training step (784-512-10, batch 128): the forward layers, the
-# backward pass's g @ w.T, and the weight gradient x.T @ g.
+# backward pass's g @ w.T, and the weight gradient x.T @ g; and a wider layer (1024 units).
 MATMUL_CASES = (
     ("1000x1000", (1000, 1000), (1000, 1000), False),
     ("128x784 @ 784x512", (128, 784), (784, 512), False),
+    ("128x1024 @ 1024x1024", (128, 1024), (1024, 1024), False),
     ("128x512 @ 512x10", (128, 512), (512, 10), False),
     ("x.T @ g, 784x128 @ 128x512", (128, 784), (128, 512), True),
 )

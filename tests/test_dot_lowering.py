@@ -174,13 +174,19 @@ def test_a_matrix_vector_product_in_a_loop_drops_small_products_data_tiling(monk
 @cpu_only("data tiling is a CPU compile flag")
 def test_products_with_few_columns_against_a_large_operand_compile_without_data_tiling():
     # Measured slower tiled (lower._data_tiling_pays): a convolution's im2col product with 32
-    # filters, a classifier head over 4096 examples, a tall product with few columns.
+    # filters, a classifier head over 4096 examples, a tall product with few columns, a wide
+    # one with a handful of rows.
     for f, shapes in [(jnp.matmul, ((8192, 576), (576, 32))),
                       (jnp.matmul, ((4096, 1000), (1000, 10))),
-                      (lambda w, x: w @ x, ((32, 2048), (2048, 2048))),
+                      (jnp.matmul, ((2048, 2048), (2048, 32))),
+                      (lambda w, x: w @ x, ((8, 1024), (1024, 1024))),
                       (pyree.vmap(jnp.matmul), ((2, 2048, 1024), (2, 1024, 128)))]:
         args = [np.zeros(s, np.float32) for s in shapes]
         assert not _tiled(_flags(f, *args)), shapes
+    # Few rows but more than a handful (an MLP's layer over a batch of 128): tiled is faster.
+    for shapes in [((32, 2048), (2048, 2048)), ((128, 1024), (1024, 1024))]:
+        args = [np.zeros(s, np.float32) for s in shapes]
+        assert _tiled(_flags(jnp.matmul, *args)), shapes
 
 
 def test_prepare_module_only_drops_data_tiling():

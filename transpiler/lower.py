@@ -2396,7 +2396,15 @@ def _is_narrow_contraction(ctx: RuleContext, lc, lb, rc, rb) -> bool:
 # 3.1-3.6. Larger products gain (1000^3 19-21 vs 36-40; 2048x512x2048 37-42 vs 48), and so do
 # small ones in loops (benchmarks/ad.py's RNN gradient, 32x128 @ 128x128 steps, 1.13-1.26x
 # JAX tiled, 1.40-1.49x untiled: the loop-invariant weights' relayout is hoisted).
+# Those narrow products all had few columns. Few rows are another matter: IREE's untiled
+# kernel for them is slow, and the tiled one (inner-tiled products, runtime/compile.py) gains
+# down to a few rows. Alternating with JAX in one process (Emerald Rapids, 2 threads, tiled /
+# untiled, ms): 128x1024 @ 1024x1024 3.6 / 6.3 (JAX 1.9), 128x4096 @ 4096x1024 8.2 / 25.5 (JAX
+# 7.0), 32x2048 @ 2048x2048 6.2 / 9.4, 16x2048 @ 2048x2048 4.2 / 4.1, 8x1024 @ 1024x1024 0.82 /
+# 0.47; while few columns still lose tiled: 1024x1024 @ 1024x128 3.1 / 2.0, 4096x1024 @
+# 1024x64 7.1 / 3.9, 2048x2048 @ 2048x32 5.1 / 2.3, 4096x1000 @ 1000x10 4.1 / 1.4.
 DATA_TILING_NARROW_SIDE = 128
+DATA_TILING_NARROW_ROWS = 16
 DATA_TILING_LARGE_OPERAND = 1 << 20
 
 # Data tiling is one flag for a whole module: IREE then tiles every product in it, and a
@@ -2441,16 +2449,17 @@ def _settled_products():
 
 
 def _data_tiling_pays(ctx: RuleContext, lc, lb, rc, rb) -> bool:
-    """Whether a product gains from IREE's data tiling: not when its rows or columns number
-    at most DATA_TILING_NARROW_SIDE while the other operand has DATA_TILING_LARGE_OPERAND
-    elements or more (per batch; unknown shapes: assumed to gain)."""
+    """Whether a product gains from IREE's data tiling: not when its columns number at most
+    DATA_TILING_NARROW_SIDE, or its rows at most DATA_TILING_NARROW_ROWS, while the other
+    operand has DATA_TILING_LARGE_OPERAND elements or more (per batch; unknown shapes: assumed
+    to gain)."""
     if ctx.dynamic:
         return True
     lhs_aval, rhs_aval = ctx.avals_in
     reduction = math.prod(lhs_aval.shape[d] for d in lc)
     rows, columns = _free_size(lhs_aval, lc, lb), _free_size(rhs_aval, rc, rb)
-    return not (min(rows, columns) <= DATA_TILING_NARROW_SIDE
-                and max(rows, columns) * reduction >= DATA_TILING_LARGE_OPERAND)
+    narrow = columns <= DATA_TILING_NARROW_SIDE or rows <= DATA_TILING_NARROW_ROWS
+    return not (narrow and max(rows, columns) * reduction >= DATA_TILING_LARGE_OPERAND)
 
 
 def _free_size(aval: ShapedArray, contracting: Sequence[int], batch: Sequence[int]) -> int:
