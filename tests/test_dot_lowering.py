@@ -131,9 +131,13 @@ def test_wide_products_keep_data_tiling():
     # convolution on a CPU without AVX-512: its dispatch-creation data tiling (see
     # GLOBAL_DATA_TILING_FLAG).
     m, ms = _data((8, 8), (4, 8, 8))
-    for f, args in [(lambda m: m @ m, (m,)), (pyree.vmap(jnp.matmul), (ms, ms)),
+    large = np.zeros((2, 1024, 1024), np.float32)
+    for f, args in [(lambda m: m @ m, (m,)), (pyree.vmap(jnp.matmul), (large, large)),
                     (lambda m: (m @ m) @ m[0], (m,))]:
         assert rcompile.GLOBAL_DATA_TILING_FLAG in _flags(f, *args)
+    # Batched products of small matrices lose more to the relayout than they gain
+    # (lower.DATA_TILING_BATCHED_MACS).
+    assert not _tiled(_flags(pyree.vmap(jnp.matmul), ms, ms))
     looped = _flags(lambda m: lax.fori_loop(0, 100, lambda i, x: jnp.tanh(x @ m), m), m)
     assert rcompile.DATA_TILING_FLAG in looped and rcompile.GLOBAL_DATA_TILING_FLAG not in looped
     x, w = np.ones((2, 8, 8, 4), np.float32), np.ones((3, 3, 4, 8), np.float32)

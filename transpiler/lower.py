@@ -2406,6 +2406,13 @@ def _is_narrow_contraction(ctx: RuleContext, lc, lb, rc, rb) -> bool:
 DATA_TILING_NARROW_SIDE = 128
 DATA_TILING_NARROW_ROWS = 16
 DATA_TILING_LARGE_OPERAND = 1 << 20
+# A batched product pays for its relayout only with large matrices per batch: alternating with
+# JAX in one process (Emerald Rapids, 2 threads, tiled / untiled, ms): 8 x 128x64 @ 64x128
+# 0.32 / 0.16 (JAX 0.33), 32 x the same 1.12 / 0.63, 128 x 32^3 0.31 / 0.12, 64 x 64^3 0.61 /
+# 0.40, 16 x 128x1024 @ 1024x128 7.8 / 4.5, 16 x 256^3 4.6 / 4.3, 4 x 512^3 10.0 / 8.4, 2 x
+# 768^3 15.0 / 18.1, 2 x 1024^3 37.2 / 61.0. Below DATA_TILING_BATCHED_MACS multiply-adds per
+# batch a batched product is not tiled.
+DATA_TILING_BATCHED_MACS = 1 << 28
 
 # Data tiling is one flag for a whole module: IREE then tiles every product in it, and a
 # matrix-vector product in a loop runs its tiled kernel, one accumulator for 16 outputs (a
@@ -2451,13 +2458,16 @@ def _settled_products():
 def _data_tiling_pays(ctx: RuleContext, lc, lb, rc, rb) -> bool:
     """Whether a product gains from IREE's data tiling: not when its columns number at most
     DATA_TILING_NARROW_SIDE, or its rows at most DATA_TILING_NARROW_ROWS, while the other
-    operand has DATA_TILING_LARGE_OPERAND elements or more (per batch; unknown shapes: assumed
+    operand has DATA_TILING_LARGE_OPERAND elements or more (per batch), nor when it is batched
+    with fewer than DATA_TILING_BATCHED_MACS multiply-adds per batch (unknown shapes: assumed
     to gain)."""
     if ctx.dynamic:
         return True
     lhs_aval, rhs_aval = ctx.avals_in
     reduction = math.prod(lhs_aval.shape[d] for d in lc)
     rows, columns = _free_size(lhs_aval, lc, lb), _free_size(rhs_aval, rc, rb)
+    if lb and rows * columns * reduction < DATA_TILING_BATCHED_MACS:
+        return False
     narrow = columns <= DATA_TILING_NARROW_SIDE or rows <= DATA_TILING_NARROW_ROWS
     return not (narrow and max(rows, columns) * reduction >= DATA_TILING_LARGE_OPERAND)
 
