@@ -7,7 +7,7 @@ call of its process), and the values are compared with the CPU's.
 
 A configuration is a name and environment variables (see CONFIGS): CUDA as pyree runs it, CUDA
 without the caller-storage path (IREE's own allocations), CUDA compiled for sm_60, CUDA without
-the barriers on strided slices (lower.GPU_SLICE_BARRIERS).
+the barriers on strided slices (shapes.GPU_SLICE_BARRIERS).
 """
 from __future__ import annotations
 

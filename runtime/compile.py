@@ -128,7 +128,7 @@ IM2COL_FLAG = "--iree-global-opt-use-im2col-for-convs"
 
 # Dispatch creation at O3 is not among the options a session derives from --iree-opt-level
 # either, and pyree's reductions need one of its options: a row reduction is lowered as a
-# reshape of each row into (n / 8, 8) and two reductions (lower.py), and that reshape kept an
+# reshape of each row into (n / 8, 8) and two reductions (reductions.py), and that reshape kept an
 # elementwise producer out of the first one's dispatch. The log-sum-exp of 4096x1000 floats
 # wrote x - max to memory to read it back for the sum of exponentials; moving reshapes across
 # elementwise ops fused it (the cross-entropy module, iree-benchmark-module, 2 cores: 5.2 ->

@@ -303,7 +303,7 @@ def cosh(x: Any) -> Any:
     x = _operand("cosh", x, "fc", "floating-point or complex numbers")
     if P.kind(get_aval(x).dtype) == "c":
         return _complex_cosh(x)
-    h = _exp_halves(P.abs_p.bind(x))
+    h = _exp_halves(S.abs_p.bind(x))
     half = _c(0.5, x)
     return P.add_p.bind(P.mul_p.bind(P.mul_p.bind(half, h), h),
                         P.div_p.bind(half, P.mul_p.bind(h, h)))
@@ -404,7 +404,7 @@ def _large(z: Any) -> Any:
     """Where |z| is past 1/sqrt(eps): there z**2 + 1 is z**2 (and may overflow)."""
     a, b = _parts(z)
     limit = TypedScalar(1 / math.sqrt(_eps(a)), get_aval(a).dtype, False)
-    return P.gt_p.bind(P.max_p.bind(P.abs_p.bind(a), P.abs_p.bind(b)), limit)
+    return P.gt_p.bind(P.max_p.bind(S.abs_p.bind(a), S.abs_p.bind(b)), limit)
 
 
 def _log_2z(z: Any) -> Any:

@@ -18,6 +18,7 @@ import numpy as np
 from pyree import dtypes
 from pyree.transpiler import math_functions as M
 from pyree.transpiler import primitives as P
+from pyree.transpiler import special as S
 from pyree.runtime.array import Array as _Array
 from pyree.transpiler.trace import Tracer as _Tracer
 from pyree.transpiler.trace import get_aval
@@ -140,7 +141,7 @@ logistic = _unary(M.logistic_p)
 sqrt = _unary(M.sqrt_p)
 rsqrt = _unary(M.rsqrt_p)
 cbrt = _unary(M.cbrt_p)
-abs = _unary(P.abs_p)
+abs = _unary(S.abs_p)
 sign = _unary(M.sign_p)
 floor = _unary(M.floor_p)
 ceil = _unary(M.ceil_p)

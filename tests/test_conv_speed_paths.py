@@ -151,7 +151,7 @@ def test_convolution_in_batch_chunks(name, monkeypatch):
 @cpu_only("the CPU lowering's batch chunks")
 def test_gradients_in_batch_chunks(monkeypatch):
     # 40 images, one per chunk: more parts than one concatenation may join (IREE's binding
-    # limit; lower._concatenate_rule groups them).
+    # limit; shapes.py's concatenate lowering groups them).
     from pyree.transpiler import windows
     monkeypatch.setattr(windows, "IM2COL_CHUNK_BYTES", 64)
     x, w = randn(40, 3, 6, 5), randn(4, 3, 3, 3)

@@ -11,7 +11,7 @@ import numpy as np
 
 import pyree
 import pyree.numpy as jnp
-from pyree.transpiler.lower import is_contiguous_slice
+from pyree.transpiler.shapes import is_contiguous_slice
 
 from conftest import cpu_only, cuda_ptx
 

@@ -182,7 +182,8 @@ def test_eager_matmul_on_a_queued_jitted_result():
 
 def test_gradient_of_a_cholesky_log_determinant():
     # IREE's compiler segfaulted on jit(grad) of a Gaussian process's marginal likelihood: a
-    # transpose of a data-tiled matmul's result, fused into its dispatch (lower.py).
+    # transpose of a data-tiled matmul's result, fused into its dispatch (shapes.py's
+    # transpose lowering).
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 2, 25)
     kernel = np.exp(-(x[:, None] - x[None, :]) ** 2)
@@ -234,7 +235,7 @@ def test_branch_yielding_values_packed_in_one_allocation():
 
 def test_batched_product_of_a_reducing_producer(monkeypatch):
     # IREE 3.13 data-tiled a batched matmul into which it fused a producer that reduces
-    # (softmax(a) @ v): the second batch came out a row off (lower._dot_general_rule). (Only
+    # (softmax(a) @ v): the second batch came out a row off (dot_general.py's lowering). (Only
     # large batched products are tiled now, lower.DATA_TILING_BATCHED_MACS: these small ones
     # are tiled here to keep the workaround tested.)
     from pyree.transpiler import lower
@@ -274,7 +275,7 @@ def test_complex_matrix_products_under_jit():
 def test_complex_of_products_and_a_complex128_pad(x64):
     # A complex op reading a data-tiled product in its dispatch failed to compile (the same
     # "valid padding vector elemental type"; special._complex_lowering), and a complex128 pad
-    # made a 128-bit splat IREE cannot compile (lower._pad_rule).
+    # made a 128-bit splat IREE cannot compile (shapes.py's pad lowering).
     rng = np.random.default_rng(1)
     a, m = rng.random((64, 100)).astype(np.float32), rng.random((100, 100)).astype(np.float32)
     z = pyree.jit(lambda a, m: lax.complex(a @ m, a @ m * 2))(a, m)

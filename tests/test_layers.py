@@ -155,3 +155,84 @@ def test_a_new_elementwise_function_is_its_declaration_and_rules_in_one_place():
     np.testing.assert_array_equal(pyree.vmap(lambda r: square_p.bind(r) + r[0])(rows),
                                   rows * rows + rows[:, :1])
     assert square_p in P.ELEMENTWISE
+
+
+# -- one primitive, one file ------------------------------------------------------------------------
+
+RULE_TABLES = ("abstract_eval_rules", "lowering_rules", "jvp_rules", "transpose_rules",
+               "batching_rules")
+RULE_DECLARERS = ("defjvp", "defjvp_zero", "deflinear")
+# Rules a family adds to another's primitive, with the reason: dynamic_slice and
+# dynamic_update_slice with a start index per example batch into a gather and a scatter.
+ADDED_ELSEWHERE = {("gather_scatter", "batching_rules", "dynamic_slice_p"),
+                   ("gather_scatter", "batching_rules", "dynamic_update_slice_p")}
+# A family in several files: control flow (its derivatives and batching are long enough).
+FAMILY_FILES = {"control_flow_ad": "control_flow", "control_flow_batching": "control_flow"}
+
+
+def _primitive_names(node: ast.AST, tables: dict) -> set:
+    """The primitives (``P.add_p``, ``add_p``) named in ``node``, through module-level tables
+    (``_BINARY = {P.add_p: "add", ...}``)."""
+    names = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr.endswith("_p"):
+            names.add(n.attr)
+        elif isinstance(n, ast.Name) and n.id.endswith("_p") and not n.id.startswith("_"):
+            names.add(n.id)
+        elif isinstance(n, ast.Name) and n.id in tables:
+            names |= _primitive_names(tables[n.id], {})
+    return names
+
+
+def _registrations(path: pathlib.Path) -> set:
+    """(table, primitive) for every rule ``path`` registers at module level: assignments into
+    the rule tables, ``defjvp``-style declarations and ``batching_rules.update``, in loops over
+    primitives too."""
+    tree = ast.parse(path.read_text())
+    tables = {t.id: s.value for s in tree.body if isinstance(s, ast.Assign)
+              for t in s.targets if isinstance(t, ast.Name)}
+    found = set()
+
+    def visit(statements, loop_primitives):
+        for statement in statements:
+            if isinstance(statement, ast.For):
+                visit(statement.body, _primitive_names(statement.iter, tables))
+                continue
+            for n in ast.walk(statement):
+                if isinstance(n, ast.Assign):
+                    for t in n.targets:
+                        if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                                and t.value.id in RULE_TABLES):
+                            keys = _primitive_names(t.slice, {}) or loop_primitives
+                            found.update((t.value.id, k) for k in keys)
+                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and (
+                        n.func.id in RULE_DECLARERS and n.args):
+                    keys = _primitive_names(n.args[0], {}) or loop_primitives
+                    found.update(("jvp_rules", k) for k in keys)
+                elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                      and n.func.attr == "update" and isinstance(n.func.value, ast.Name)
+                      and n.func.value.id in RULE_TABLES and n.args
+                      and isinstance(n.args[0], ast.Dict)):
+                    found.update((n.func.value.id, k) for key in n.args[0].keys
+                                 for k in _primitive_names(key, {}))
+
+    visit(tree.body, set())
+    return found
+
+
+def test_each_primitive_has_its_rules_in_one_file():
+    # The core primitives are named in primitives.py (the elementwise ones with their shape
+    # rule); every rule of theirs, as of every other primitive, is registered by one family.
+    from pyree.transpiler import primitives as P
+    files: dict = {}
+    for path in TRANSPILER.glob("*.py"):
+        for table, primitive in _registrations(path):
+            if (path.stem, table, primitive) not in ADDED_ELSEWHERE:
+                files.setdefault(primitive, set()).add(FAMILY_FILES.get(path.stem, path.stem))
+    spread = {p: sorted(f) for p, f in files.items() if len(f) > 1}
+    assert not spread, spread
+    core = {n for n in dir(P) if n.endswith("_p")}
+    assert files["add_p"] == files["select_p"] == files["eq_p"] == {"arithmetic"}   # (eq: loops)
+    assert files["pad_p"] == {"shapes"} and files["reduce_sum_p"] == {"reductions"}
+    assert files["dot_general_p"] == {"dot_general"}
+    assert core <= set(files), core - set(files)   # (every core primitive has its family)

@@ -207,9 +207,9 @@ def test_fori_loop_with_python_int_bounds_has_a_weak_index():
 
 def test_row_reductions_in_vector_wide_columns_keep_their_values(monkeypatch):
     """Float32 rows of 8k elements (k odd) are reduced as (k, 8) on the CPU, the 8 columns
-    first (lower.ROW_VECTOR_WIDTH): max/min keep NaN, signed zeros and infinities as the
+    first (reductions.ROW_VECTOR_WIDTH): max/min keep NaN, signed zeros and infinities as the
     reduction in one pass does, bit for bit, and sums stay accurate."""
-    from pyree.transpiler import lower
+    from pyree.transpiler import reductions
     rng = np.random.default_rng(3)
     x = (rng.normal(size=(6, 1000)) + 3).astype(np.float32)
     x[1, 17] = np.nan
@@ -223,7 +223,7 @@ def test_row_reductions_in_vector_wide_columns_keep_their_values(monkeypatch):
         return jnp.max(v, 1), jnp.min(v, 1), jnp.sum(v[np.array([0, 2, 3])], 1)
     split = pyree.jit(extremes)
     assert "x125x8xf32" in split.lower(x).as_text()
-    monkeypatch.setattr(lower, "ROW_VECTOR_MIN", 1 << 30)
+    monkeypatch.setattr(reductions, "ROW_VECTOR_MIN", 1 << 30)
     one_pass = pyree.jit(lambda v: extremes(v))
     assert "x125x8xf32" not in one_pass.lower(x).as_text()
     for got, want in zip(split(x)[:2], one_pass(x)[:2]):

@@ -1453,7 +1453,7 @@ def test_scan_loops_count_on_the_host():
 
 def test_loop_matrix_vector_products_use_a_hoisted_transpose():
     # W @ h with W loop-invariant runs as h @ W.T, W.T made once before the loop (on the CPU:
-    # lower._loop_matvec_as_vecmat); values and gradients as before, nested loops included.
+    # dot_general._loop_matvec_as_vecmat); values and gradients as before, nested loops included.
     rng = np.random.RandomState(3)
     w = (rng.randn(24, 32) / 5).astype(np.float32)
     u = (rng.randn(24, 24) / 5).astype(np.float32)

@@ -11,16 +11,18 @@ rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``, ``eager.BRANC
 ``lower.WORK_ESTIMATES``, ``lower.rewrite_before_lowering``).
 
 * core: ``source`` (user source positions), ``ir`` (the IR, its region walks and rewrites),
-  ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (the primitives the
-  interpreters build on -- arithmetic, shapes, reductions, ``dot_general`` -- and their shape
-  rules).
+  ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (names the primitives the
+  interpreters build on -- arithmetic, shapes, reductions, ``dot_general`` --, whose rules are
+  their families').
 * interpreters: ``ad`` and ``ad_rules`` (derivatives), ``batching`` (``vmap``), ``prune``
   (dead code), ``nan_check`` (``debug_nans``).
 * backend machinery: ``lower`` (IR -> MLIR), ``eager`` (primitives run outside ``jit``) and
   ``eager_warmup``, ``cuda_gemm`` (pyree's CUDA kernels; ``build_cuda_kernels`` builds their
   PTX); numerics the lowering rules build on: ``float32_math``, ``float64_math``.
-* primitive families, each with all of its rules: ``math_functions`` (exp, sin, pow, ...:
-  the elementwise functions beyond the core's arithmetic), ``control_flow`` with
+* primitive families, each with all of its rules: ``arithmetic`` (the core's arithmetic,
+  comparisons, ``select`` and conversions), ``shapes``, ``reductions``, ``dot_general``,
+  ``math_functions`` (exp, sin, pow, ...: the elementwise functions beyond the core's
+  arithmetic), ``control_flow`` with
   ``control_flow_ad`` and ``control_flow_batching`` (``cond``/``while``/``scan``) and the
   rewrites of loops before lowering (``loop_rotation``, ``loop_hoisting``),
   ``gather_scatter``, ``sorting``, ``windows`` (convolution), ``collectives``,
@@ -42,7 +44,8 @@ __all__ = ["converted_source"]
 
 # Modules that only register (a family's rules, a rewrite before lowering) and that no module
 # imports them for: importing the transpiler registers them.
-for _family in ("control_flow", "control_flow_ad", "control_flow_batching", "loop_hoisting",
+for _family in ("arithmetic", "shapes", "reductions", "dot_general", "control_flow",
+                "control_flow_ad", "control_flow_batching", "loop_hoisting",
                 "loop_rotation", "ad_rules", "custom_derivatives", "gather_scatter",
                 "host_callbacks"):
     importlib.import_module(f".{_family}", __name__)

@@ -4,7 +4,9 @@
 axis of ``values[i]``, or ``None`` for a value shared by every example), emitting into whatever
 trace is active (or eagerly) each equation's batched form: equations whose inputs are all
 unbatched are emitted as they are; the others go through the primitive's batching rule, which
-moves the batch axis as little as it can. Rules live in ``batching_rules``:
+moves the batch axis as little as it can. Rules live in ``batching_rules``, filled by the
+families that define the primitives (shapes.py, reductions.py, dot_general.py, ...); members of
+``primitives.ELEMENTWISE`` share one rule, here:
 
     rule(axis, values, dims, **params) -> (outputs, their batch dims)
 
@@ -16,12 +18,9 @@ import contextlib
 import threading
 from typing import Any, Callable, Hashable, Optional, Sequence
 
-import numpy as np
-
 from .ir import IR, Atom, ClosedIR, Literal, ShapedArray, Var
 from .source import where
-from .trace import (Primitive, TypedScalar, bind, get_aval, literal_value, located,
-                    trace_region)
+from .trace import Primitive, bind, get_aval, literal_value, located, trace_region
 from . import primitives as P
 
 # primitive -> rule(axis, values, dims, **params) -> (outputs, output batch dims)
@@ -190,7 +189,7 @@ def region_out_batched(region: IR, in_batched: Sequence[bool], axis: BatchAxis) 
     return [d is not None for d in dims]
 
 
-# -- rules: elementwise ----------------------------------------------------------------------------
+# -- rules: elementwise (the other rules are their families') ---------------------------------
 
 def _elementwise_rule(prim: Primitive) -> Callable:
     def rule(axis: BatchAxis, values, dims, **params):
@@ -231,141 +230,12 @@ def batching_rule(primitive: Primitive) -> Optional[Callable]:
     return rule
 
 
-# -- rules: shapes ---------------------------------------------------------------------------------
-
-def _broadcast_in_dim_rule(axis, values, dims, *, shape, broadcast_dimensions):
-    (x,), (d,) = values, dims
-    x = moveaxis(x, d, 0)
-    out = P.broadcast_in_dim_p.bind(
-        x, shape=(axis.size,) + tuple(shape),
-        broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions))
-    return [out], [0]
-
-
-def _reshape_rule(axis, values, dims, *, new_sizes, **params):
-    (x,), (d,) = values, dims
-    x = moveaxis(x, d, 0)
-    return [P.reshape_p.bind(x, new_sizes=(axis.size,) + tuple(new_sizes), **params)], [0]
-
-
-def _transpose_rule(axis, values, dims, *, permutation):
-    (x,), (d,) = values, dims
-    x = moveaxis(x, d, 0)
-    perm = (0,) + tuple(p + 1 for p in permutation)
-    return [P.transpose_p.bind(x, permutation=perm)], [0]
-
-
-def _rev_rule(axis, values, dims, *, dimensions):
-    (x,), (d,) = values, dims
-    return [P.rev_p.bind(x, dimensions=example_axes(dimensions, d))], [d]
-
-
-def _insert(t: Optional[tuple], d: int, value: Any) -> Optional[tuple]:
-    if t is None:
-        return None
-    t = list(t)
-    t.insert(d, value)
-    return tuple(t)
-
-
-def _slice_rule(axis, values, dims, *, start_indices, limit_indices, strides=None):
-    (x,), (d,) = values, dims
-    out = P.slice_p.bind(x, start_indices=_insert(start_indices, d, 0),
-                         limit_indices=_insert(limit_indices, d, axis.size),
-                         strides=_insert(strides, d, 1))
-    return [out], [d]
-
-
-def _pad_rule(axis, values, dims, *, padding_config):
-    (x, pad_value), (d, pd) = values, dims
-    if pd is None:
-        out = P.pad_p.bind(x, pad_value, padding_config=_insert(padding_config, d, (0, 0, 0)))
-        return [out], [d]
-    # A padding value per example: pad with zeros, then choose the padding value where the
-    # mask of original elements (padded with False) says so.
-    x = to_front(x, d, axis.size)
-    config = ((0, 0, 0),) + tuple(padding_config)
-    zero = TypedScalar(0, get_aval(x).dtype, False)
-    padded = P.pad_p.bind(x, zero, padding_config=config)
-    ones = P.broadcast_in_dim_p.bind(TypedScalar(True, np.dtype(np.bool_), False),
-                                     shape=get_aval(x).shape, broadcast_dimensions=())
-    mask = P.pad_p.bind(ones, TypedScalar(False, np.dtype(np.bool_), False),
-                        padding_config=config)
-    fill = P.broadcast_in_dim_p.bind(moveaxis(pad_value, pd, 0), shape=get_aval(padded).shape,
-                                     broadcast_dimensions=(0,))
-    fill = with_weak_type(fill, get_aval(x).weak_type)  # pad's result: the operand's weak type
-    return [P.select_p.bind(mask, padded, fill)], [0]
-
-
-def _concatenate_rule(axis, values, dims, *, dimension):
-    args = [to_front(v, d, axis.size) for v, d in zip(values, dims)]
-    return [P.concatenate_p.bind(*args, dimension=dimension + 1)], [0]
-
-
-def _reduction_rule(prim: Primitive) -> Callable:
-    def rule(axis, values, dims, *, axes, **params):
-        (x,), (d,) = values, dims
-        real_axes = example_axes(axes, d)
-        out_dim = d - sum(1 for a in real_axes if a < d)
-        return [prim.bind(x, axes=real_axes, **params)], [out_dim]
-    return rule
-
-
-for _prim in (P.reduce_sum_p, P.reduce_prod_p, P.reduce_max_p, P.reduce_min_p, P.reduce_and_p,
-              P.reduce_or_p, P.argmax_p, P.argmin_p):
-    batching_rules[_prim] = _reduction_rule(_prim)
-
-
-def _dot_general_rule(axis, values, dims, *, dimension_numbers, **params):
-    (lhs, rhs), (ld, rd) = values, dims
-    (lc, rc), (lb, rb) = dimension_numbers
-    if ld is not None and rd is not None:
-        # Both batched: the batch axis becomes a dot_general batch dimension (the first).
-        lc, lb = example_axes(lc, ld), example_axes(lb, ld)
-        rc, rb = example_axes(rc, rd), example_axes(rb, rd)
-        dn = ((lc, rc), ((ld,) + lb, (rd,) + rb))
-        return [_dot(lhs, rhs, dn, **params)], [0]
-    if ld is not None:
-        # Batched lhs: its batch axis is a free dimension; the output's free lhs dims follow
-        # the batch dims in lhs order.
-        lc2, lb2 = example_axes(lc, ld), example_axes(lb, ld)
-        free_before = sum(1 for a in range(ld) if a not in lc2 and a not in lb2)
-        out = _dot(lhs, rhs, ((lc2, rc), (lb2, rb)), **params)
-        return [out], [len(lb) + free_before]
-    rc2, rb2 = example_axes(rc, rd), example_axes(rb, rd)
-    free_before = sum(1 for a in range(rd) if a not in rc2 and a not in rb2)
-    lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
-    out = _dot(lhs, rhs, ((lc, rc2), (lb, rb2)), **params)
-    return [out], [len(lb) + lhs_free + free_before]
-
-
-def _dot(lhs, rhs, dimension_numbers, **params):
-    (lc, rc), (lb, rb) = dimension_numbers
-    if get_aval(rhs).ndim == len(rc) + len(rb):
-        # A batched matrix-vector product: as vector-matrix (same output layout, since the
-        # vector has no free dimensions), which IREE 3.13 runs ~20% faster.
-        return P.dot_general_p.bind(rhs, lhs, dimension_numbers=((rc, lc), (rb, lb)), **params)
-    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers, **params)
-
-
 def with_weak_type(x: Any, weak: bool) -> Any:
     """``x`` weakly typed if ``weak`` (a select of it and a weak value is then weak)."""
     aval = get_aval(x)
     if not weak or aval.weak_type:
         return x
     return P.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=True)
-
-
-batching_rules.update({
-    P.broadcast_in_dim_p: _broadcast_in_dim_rule,
-    P.reshape_p: _reshape_rule,
-    P.transpose_p: _transpose_rule,
-    P.rev_p: _rev_rule,
-    P.slice_p: _slice_rule,
-    P.pad_p: _pad_rule,
-    P.concatenate_p: _concatenate_rule,
-    P.dot_general_p: _dot_general_rule,
-})
 
 
 # -- named axes (the collectives that name them: collectives.py) ----------------------------------

@@ -9,6 +9,9 @@ paths the program takes.
   leading batch axes of sizes ``batch``; a per-example callback is called once per example.
 * ``check[key] ok token`` reports ``token`` to the host when ``ok`` is false; the jitted call
   that passed ``token`` raises the check's AssertionError once the program has finished.
+  Under ``vmap`` it asserts its condition for every example.
+
+Under ``grad`` both see primal values only, once (as JAX's ``debug.print``).
 """
 from __future__ import annotations
 
@@ -24,7 +27,9 @@ import numpy as np
 from pyree import tree_util
 from pyree.runtime import callbacks
 
+from . import primitives as P
 from .ad import jvp_rules
+from .batching import BatchAxis, batching_rules, broadcast_batched, moveaxis
 from .ir import ShapedArray
 from .lower import _compare, index_constant, lowering_rules, mlir, op, scalar_like
 from .source import user_loc
@@ -148,6 +153,31 @@ def _debug_callback_lowering(ctx, *values, callback: DebugCallback, batch: tuple
 lowering_rules[debug_callback_p] = _debug_callback_lowering
 
 
+def _debug_callback_jvp(primals, tangents, *, callback, batch):
+    # Effects see primal values only, once (as JAX's debug.print under grad).
+    debug_callback_p.bind(*primals, callback=callback, batch=batch)
+    return [], []
+
+
+def _debug_callback_batching(axis: BatchAxis, values, dims, *, callback, batch):
+    if callback.per_example:
+        # Every value gets this vmap's axis in front (unbatched ones are repeated), so that
+        # the host can hand each example its own slice.
+        values = [broadcast_batched(x, axis.size, 0) if d is None else moveaxis(x, d, 0)
+                  for x, d in zip(values, dims)]
+        batch = (axis.size,) + batch
+    else:
+        values = [x if d is None else moveaxis(x, d, 0) for x, d in zip(values, dims)]
+    debug_callback_p.bind(*values, callback=callback, batch=batch)
+    return [], []
+
+
+jvp_rules[debug_callback_p] = _debug_callback_jvp
+
+
+batching_rules[debug_callback_p] = _debug_callback_batching
+
+
 def debug_callback(fn: Any, values: list, *, per_example: bool, parts: Any,
                    identity: tuple) -> None:
     """Call ``fn(arrays)`` when the program runs, with ``values`` (tracers) as NumPy arrays."""
@@ -227,3 +257,16 @@ def add_check(ok: Any, message: str) -> None:
     callbacks.register(key, handler)
     check_p.bind(ok, top.check_token, key=key)
 
+
+def _check_batching(axis, values, dims, *, key):
+    """The assertion must hold for every example."""
+    (ok, token), (ok_dim, token_dim) = values, dims
+    if token_dim is not None:
+        raise ValueError("internal: a check's token is batched")
+    if ok_dim is not None:
+        ok = P.reduce_and_p.bind(ok, axes=(ok_dim,))
+    check_p.bind(ok, token, key=key)
+    return [], []
+
+
+batching_rules[check_p] = _check_batching

@@ -1,5 +1,4 @@
-"""Batching rules of the primitives that hold regions (control flow, custom derivatives) and
-of the effectful ones (print, runtime checks).
+"""Batching rules of the control-flow primitives (control_flow.py, control_flow_ad.py).
 
 * ``cond``: a shared index batches each branch; a per-example index runs every branch on the
   whole batch and picks each example's result with ``select``.
@@ -8,10 +7,9 @@ of the effectful ones (print, runtime checks).
   bounds) is the same for every example just has its regions batched; one whose condition
   differs per example runs while any example's holds, each step updating only the examples
   still running (a ``select`` of the new and old carries).
-* ``custom_jvp_call`` / ``custom_vjp_call`` / ``custom_lin``: the region is batched and the
-  user's rules are wrapped in ``vmap``, so derivatives of the batched call keep the custom
-  rules.
-* ``debug_print`` prints the whole batch; ``check`` asserts its condition for every example.
+
+(The custom-derivative calls batch in custom_derivatives.py, ``print`` and ``check`` in
+checks.py.)
 """
 from __future__ import annotations
 
@@ -19,28 +17,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from pyree import tree_util
-
 from . import primitives as P
-from .batching import (BatchAxis, batch_eval, batch_region, batched_aval, batching_rules,
-                       move_to, moveaxis, region_out_batched, to_front)
-from .checks import check_p
+from .batching import (BatchAxis, batch_eval, batch_region, batching_rules, move_to, moveaxis,
+                       region_out_batched, to_front)
 from .control_flow import cond_p, scan_p, while_p
 from .control_flow_ad import _take, counted_loop_p, while_count_p
-from .custom_derivatives import (CallInfo, _with_nondiff, custom_jvp_call_p, custom_lin_p,
-                                 custom_vjp_call_p, stop_gradient_p)
 from .ir import IR, ClosedIR, ShapedArray
 from .source import where
 from .trace import TypedScalar, get_aval, has_effects, trace_region
 
 _I32 = np.dtype(np.int32)
-
-
-def _stop_gradient_rule(axis, values, dims):
-    return [stop_gradient_p.bind(values[0])], [dims[0]]
-
-
-batching_rules[stop_gradient_p] = _stop_gradient_rule
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -303,87 +289,3 @@ def _scan_rule(axis, values, dims, *, body, length, reverse, num_consts, num_car
 
 
 batching_rules[scan_p] = _scan_rule
-
-
-# -- custom derivatives ----------------------------------------------------------------------------
-
-def _vmap(fun: Callable, in_axes: Any, axis: BatchAxis) -> Callable:
-    """``fun`` vectorized over ``axis`` (outputs batched at the front)."""
-    from pyree._vmap import vmap
-    return vmap(fun, in_axes=in_axes, out_axes=0, axis_name=axis.name, axis_size=axis.size)
-
-
-def _custom_jvp_rule(axis, values, dims, *, fun, info):
-    """The batched call keeps its custom JVP: the user's rule, vectorized."""
-    nc = info.num_consts
-    out_dims = [0] * len(fun.outs)
-    fun_b, _ = batch_region(fun, dims, axis, out_dims)
-    arg_axes = tuple(tree_util.tree_unflatten(info.in_tree, list(dims[nc:])))
-    nondiff = [v for _, v in info.nondiff]
-
-    def batched_jvp(primals, tangents):
-        rule = lambda p, t: info.rule(*nondiff, p, t)
-        return _vmap(rule, (arg_axes, arg_axes), axis)(primals, tangents)
-
-    info_b = CallInfo(batched_jvp, info.in_tree, info.out_tree, nc, ())
-    return custom_jvp_call_p.bind(*values, fun=fun_b, info=info_b), out_dims
-
-
-def _custom_vjp_rule(axis, values, dims, *, fun, info):
-    """The batched call keeps its custom VJP: ``fwd`` and ``bwd`` vectorized. Every argument is
-    batched (at the front), so that ``bwd``'s cotangents have the arguments' batched shapes."""
-    nc = info.num_consts
-    consts = values[:nc]
-    args = [to_front(x, d, axis.size) for x, d in zip(values[nc:], dims[nc:])]
-    out_dims = [0] * len(fun.outs)
-    fun_b, _ = batch_region(fun, list(dims[:nc]) + [0] * len(args), axis, out_dims)
-    fwd, bwd = info.rule
-
-    def batched_fwd(*diff_args):
-        return _vmap(lambda *d: fwd(*_with_nondiff(info.nondiff, d)), 0, axis)(*diff_args)
-
-    info_b = CallInfo((batched_fwd, _batched_bwd(bwd, info.nondiff, axis)), info.in_tree,
-                      info.out_tree, nc, ())
-    return custom_vjp_call_p.bind(*consts, *args, fun=fun_b, info=info_b), out_dims
-
-
-def _batched_bwd(bwd: Callable, nondiff: tuple, axis: BatchAxis) -> Callable:
-    """A custom_vjp ``bwd(residuals, cotangents)`` on batched (at the front) values."""
-    values = [v for _, v in nondiff]
-
-    def batched(residuals, cts):
-        return _vmap(lambda r, c: bwd(*values, r, c), 0, axis)(residuals, cts)
-    return batched
-
-
-def _custom_lin_rule(axis, values, dims, *, info, out_avals):
-    """The linear part of a custom_vjp call (residuals, tangents): batched at the front, with
-    ``bwd`` vectorized."""
-    bwd, res_tree = info.rule
-    values = [to_front(x, d, axis.size) for x, d in zip(values, dims)]
-    info_b = CallInfo((_batched_bwd(bwd, info.nondiff, axis), res_tree), info.in_tree,
-                      info.out_tree, info.num_consts, ())
-    out_avals_b = tuple(batched_aval(a, 0, axis.size) for a in out_avals)
-    outs = custom_lin_p.bind(*values, info=info_b, out_avals=out_avals_b)
-    return outs, [0] * len(outs)
-
-
-batching_rules[custom_jvp_call_p] = _custom_jvp_rule
-batching_rules[custom_vjp_call_p] = _custom_vjp_rule
-batching_rules[custom_lin_p] = _custom_lin_rule
-
-
-# -- effects ---------------------------------------------------------------------------------------
-
-def _check_rule(axis, values, dims, *, key):
-    """The assertion must hold for every example."""
-    (ok, token), (ok_dim, token_dim) = values, dims
-    if token_dim is not None:
-        raise ValueError("internal: a check's token is batched")
-    if ok_dim is not None:
-        ok = P.reduce_and_p.bind(ok, axes=(ok_dim,))
-    check_p.bind(ok, token, key=key)
-    return [], []
-
-
-batching_rules[check_p] = _check_rule

@@ -6,15 +6,19 @@
   ``fwd`` and makes the tangents a ``custom_lin`` of the residuals, whose transpose rule is the
   user's ``bwd``. (As in JAX, it cannot be differentiated in forward mode.)
 * ``stop_gradient`` is the identity with a zero derivative.
+
+Under ``vmap`` a call's region is batched and the user's rules are wrapped in ``vmap``, so
+derivatives of the batched call keep the custom rules.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from pyree import tree_util
 
 from . import ad, eager
 from .ad import Zero, instantiate, jvp_rules, tangent_aval, transpose_rules
+from .batching import BatchAxis, batch_region, batched_aval, batching_rules, to_front
 from .ir import IR, ShapedArray
 from .nan_check import descend_rules
 from .lower import BF16_KEPT_PRIMITIVES, Lowering, RuleContext, lowering_rules
@@ -192,3 +196,82 @@ def _custom_lin_transpose(cts, *args, info, out_avals):
 abstract_eval_rules[custom_lin_p] = _custom_lin_abstract_eval
 lowering_rules[custom_lin_p] = _custom_lin_lowering
 transpose_rules[custom_lin_p] = _custom_lin_transpose
+
+
+# -- batching --------------------------------------------------------------------------------------
+
+def _stop_gradient_batching(axis, values, dims):
+    return [stop_gradient_p.bind(values[0])], [dims[0]]
+
+
+batching_rules[stop_gradient_p] = _stop_gradient_batching
+
+
+def _vmap(fun: Callable, in_axes: Any, axis: BatchAxis) -> Callable:
+    """``fun`` vectorized over ``axis`` (outputs batched at the front)."""
+    from pyree._vmap import vmap
+    return vmap(fun, in_axes=in_axes, out_axes=0, axis_name=axis.name, axis_size=axis.size)
+
+
+def _custom_jvp_batching(axis, values, dims, *, fun, info):
+    """The batched call keeps its custom JVP: the user's rule, vectorized."""
+    nc = info.num_consts
+    out_dims = [0] * len(fun.outs)
+    fun_b, _ = batch_region(fun, dims, axis, out_dims)
+    arg_axes = tuple(tree_util.tree_unflatten(info.in_tree, list(dims[nc:])))
+    nondiff = [v for _, v in info.nondiff]
+
+    def batched_jvp(primals, tangents):
+        rule = lambda p, t: info.rule(*nondiff, p, t)
+        return _vmap(rule, (arg_axes, arg_axes), axis)(primals, tangents)
+
+    info_b = CallInfo(batched_jvp, info.in_tree, info.out_tree, nc, ())
+    return custom_jvp_call_p.bind(*values, fun=fun_b, info=info_b), out_dims
+
+
+def _custom_vjp_batching(axis, values, dims, *, fun, info):
+    """The batched call keeps its custom VJP: ``fwd`` and ``bwd`` vectorized. Every argument is
+    batched (at the front), so that ``bwd``'s cotangents have the arguments' batched shapes."""
+    nc = info.num_consts
+    consts = values[:nc]
+    args = [to_front(x, d, axis.size) for x, d in zip(values[nc:], dims[nc:])]
+    out_dims = [0] * len(fun.outs)
+    fun_b, _ = batch_region(fun, list(dims[:nc]) + [0] * len(args), axis, out_dims)
+    fwd, bwd = info.rule
+
+    def batched_fwd(*diff_args):
+        return _vmap(lambda *d: fwd(*_with_nondiff(info.nondiff, d)), 0, axis)(*diff_args)
+
+    info_b = CallInfo((batched_fwd, _batched_bwd(bwd, info.nondiff, axis)), info.in_tree,
+                      info.out_tree, nc, ())
+    return custom_vjp_call_p.bind(*consts, *args, fun=fun_b, info=info_b), out_dims
+
+
+def _batched_bwd(bwd: Callable, nondiff: tuple, axis: BatchAxis) -> Callable:
+    """A custom_vjp ``bwd(residuals, cotangents)`` on batched (at the front) values."""
+    values = [v for _, v in nondiff]
+
+    def batched(residuals, cts):
+        return _vmap(lambda r, c: bwd(*values, r, c), 0, axis)(residuals, cts)
+    return batched
+
+
+def _custom_lin_batching(axis, values, dims, *, info, out_avals):
+    """The linear part of a custom_vjp call (residuals, tangents): batched at the front, with
+    ``bwd`` vectorized."""
+    bwd, res_tree = info.rule
+    values = [to_front(x, d, axis.size) for x, d in zip(values, dims)]
+    info_b = CallInfo((_batched_bwd(bwd, info.nondiff, axis), res_tree), info.in_tree,
+                      info.out_tree, info.num_consts, ())
+    out_avals_b = tuple(batched_aval(a, 0, axis.size) for a in out_avals)
+    outs = custom_lin_p.bind(*values, info=info_b, out_avals=out_avals_b)
+    return outs, [0] * len(outs)
+
+
+batching_rules[custom_jvp_call_p] = _custom_jvp_batching
+
+
+batching_rules[custom_vjp_call_p] = _custom_vjp_batching
+
+
+batching_rules[custom_lin_p] = _custom_lin_batching

@@ -287,7 +287,7 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
              else CONCAT_GROUP)
     if primitive is P.concatenate_p and len(arrays) > group:
         # One kernel binds every operand, and IREE's runtime refuses dispatches of more than
-        # 32 buffers (see lower._concatenate_rule): join the operands a group at a time.
+        # 32 buffers (see shapes.py's concatenate lowering): join the operands a group at a time.
         groups = [arrays[i:i + group] for i in range(0, len(arrays), group)]
         joined = [g[0] if len(g) == 1 else apply_unchecked(primitive, g, params)[0]
                   for g in groups]

@@ -1,5 +1,5 @@
-"""Host callbacks with results: ``pure_callback``, and the transformation rules of
-``debug_callback`` (defined in checks.py).
+"""Host callbacks with results: ``pure_callback``. (``debug_callback``, which returns
+nothing, is checks.py's.)
 
 * ``pure_callback[callback, result_avals, vmap_method, sequential] *args`` calls a Python
   function on the host while the program runs and returns its results to the program. It is
@@ -26,36 +26,10 @@ from pyree.runtime.array import Array, device_put_numpy
 from . import primitives as P
 from .ad import jvp_rules
 from .batching import BatchAxis, batched_aval, batching_rules, broadcast_batched, moveaxis
-from .checks import debug_callback_p
 from .ir import ShapedArray
 from .lower import i64_constant, lowering_rules, mlir
 from .source import user_loc, where
 from .trace import Primitive, Tracer, abstract_eval_rules, current_builder, get_aval
-
-# -- debug_callback: rules -------------------------------------------------------------------------
-
-
-def _debug_callback_jvp(primals, tangents, *, callback, batch):
-    # Effects see primal values only, once (as JAX's debug.print under grad).
-    debug_callback_p.bind(*primals, callback=callback, batch=batch)
-    return [], []
-
-
-def _debug_callback_batching(axis: BatchAxis, values, dims, *, callback, batch):
-    if callback.per_example:
-        # Every value gets this vmap's axis in front (unbatched ones are repeated), so that
-        # the host can hand each example its own slice.
-        values = [broadcast_batched(x, axis.size, 0) if d is None else moveaxis(x, d, 0)
-                  for x, d in zip(values, dims)]
-        batch = (axis.size,) + batch
-    else:
-        values = [x if d is None else moveaxis(x, d, 0) for x, d in zip(values, dims)]
-    debug_callback_p.bind(*values, callback=callback, batch=batch)
-    return [], []
-
-
-jvp_rules[debug_callback_p] = _debug_callback_jvp
-batching_rules[debug_callback_p] = _debug_callback_batching
 
 
 # -- pure_callback ---------------------------------------------------------------------------------

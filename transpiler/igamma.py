@@ -97,7 +97,7 @@ class _Wide:
     def __or__(self, o): return _Wide(P.or_p.bind(self.v, o.v))
     def __invert__(self): return _Wide(P.not_p.bind(self.v))
 
-    def abs(self): return _Wide(P.abs_p.bind(self.v))
+    def abs(self): return _Wide(S.abs_p.bind(self.v))
     def log(self): return _Wide(M.log_p.bind(self.v))
     def exp(self): return _Wide(M.exp_p.bind(self.v))
     def lgamma(self): return _Wide(S.lgamma_p.bind(self.v))
@@ -347,7 +347,7 @@ def _primitive(name: str, kind: str, same_dtypes: bool) -> Primitive:
 
     def abstract_eval(a: ShapedArray, x: ShapedArray) -> ShapedArray:
         for v in (a, x):
-            P._check_kinds(name, v, *P.REAL_FLOATING)
+            P.check_kinds(name, v, *P.REAL_FLOATING)
         if same_dtypes and a.dtype != x.dtype:
             raise TypeError(f"{name} requires operands of one dtype, got {a.dtype.name} and "
                             f"{x.dtype.name}")

@@ -2,8 +2,13 @@
 the MLIR Python bindings that ship inside ``iree-base-compiler``.
 
 Each primitive has one lowering rule in ``lowering_rules``: ``rule(ctx, *operands, **params)``
-returns the MLIR values of its results. Every operation is created under the location of the
-user's source line that traced it, so IREE's diagnostics and debug info point at user code.
+returns the MLIR values of its results. The rules are the families' (arithmetic.py, shapes.py,
+reductions.py, dot_general.py, math_functions.py, windows.py, ...); this module is the
+machinery they share: the contexts, types and constants, helpers the rules build on (broadcasting
+operands, comparisons, reductions, fusion barriers, the data-tiling choice for contractions),
+and what applies to every rule (bfloat16 computed in float32, complex128 formulas). Every
+operation is created under the location of the user's source line that traced it, so IREE's
+diagnostics and debug info point at user code.
 
 Rules also serve eager mode, where one module per primitive serves every shape: there
 ``ctx.dynamic`` is true, tensor types have unknown (``?``) dimensions, and shape-valued params
@@ -22,7 +27,7 @@ import numpy as np
 
 from pyree.dtypes import bfloat16
 
-from . import cuda_gemm, float64_math
+from . import float64_math
 from . import primitives as P
 from .ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
 from .trace import has_effects
@@ -938,7 +943,7 @@ def arith(name: str, a, b):
     return op("arith." + name, [a.type], [a, b]).result
 
 
-# -- rules --------------------------------------------------------------------------------------
+# -- the rule table, and helpers the rules build on ---------------------------------------------
 
 lowering_rules: dict[Any, Callable] = {}
 
@@ -1190,9 +1195,6 @@ def _float64_formula(ctx: RuleContext, formula: Callable, *operands, shape=None)
     return formula(ops, *(ops.wrap(v, _F64) for v in operands)).value
 
 
-_UNARY = {P.neg_p: "negate", P.not_p: "not"}
-
-
 def unary_op_rule(name: str) -> Callable:
     """The lowering rule that is StableHLO's op ``name`` of the operand.
 
@@ -1200,19 +1202,6 @@ def unary_op_rule(name: str) -> Callable:
     def rule(ctx: RuleContext, x):
         return hlo(name, ctx.out_type(), x)
     return rule
-
-
-for _prim, _name in _UNARY.items():
-    lowering_rules[_prim] = unary_op_rule(_name)
-
-
-def _abs_rule(ctx: RuleContext, x):
-    if ctx.avals_in[0].dtype.kind == "u":
-        return x
-    return hlo("abs", ctx.out_type(), x)
-
-
-lowering_rules[P.abs_p] = _abs_rule
 
 
 # IREE's llvm-cpu computes float64 expm1 and log1p as exp(x) - 1 and log(1 + x) (all
@@ -1273,51 +1262,6 @@ def float32_formula(ctx: RuleContext, formula: Callable, x):
     return (result if dtype == _F32 else ops.apply("convert", dtype, result)).value
 
 
-_BINARY = {
-    P.add_p: "add", P.sub_p: "subtract", P.mul_p: "multiply",
-    P.and_p: "and", P.or_p: "or", P.xor_p: "xor",
-    P.shift_left_p: "shift_left", P.shift_right_arithmetic_p: "shift_right_arithmetic",
-    P.shift_right_logical_p: "shift_right_logical",
-}
-
-
-def _binary_rule(name: str) -> Callable:
-    def rule(ctx: RuleContext, x, y):
-        x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, ctx.avals_out[0])
-        return hlo(name, ctx.out_type(), x, y)
-    return rule
-
-
-for _prim, _name in _BINARY.items():
-    lowering_rules[_prim] = _binary_rule(_name)
-
-
-def _max_min_rule(name: str, bool_name: str) -> Callable:
-    def rule(ctx: RuleContext, x, y):
-        out = ctx.avals_out[0]
-        x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, out)
-        if out.dtype.kind == "c":
-            # Complex numbers order lexicographically (real part, then imaginary), as in
-            # StableHLO and JAX; IREE's complex maximum compares the real parts only.
-            part = tensor_type(out.update(dtype=np.finfo(out.dtype).dtype), ctx.dynamic)
-            real = out.update(dtype=np.finfo(out.dtype).dtype)
-            direction = "GT" if name == "maximum" else "LT"
-            rx, ry = hlo("real", part, x), hlo("real", part, y)
-            ix, iy = hlo("imag", part, x), hlo("imag", part, y)
-            bool_t = tensor_type(out.update(dtype=np.bool_), ctx.dynamic)
-            ties = hlo("and", bool_t, _compare(ctx, rx, ry, "EQ", real),
-                       _compare(ctx, ix, iy, direction, real))
-            x_wins = hlo("or", bool_t, _compare(ctx, rx, ry, direction, real), ties)
-            return hlo("select", ctx.out_type(), x_wins, x, y)
-        # On booleans max is `or` and min is `and`.
-        return hlo(bool_name if ctx.avals_in[0].dtype == np.bool_ else name, ctx.out_type(), x, y)
-    return rule
-
-
-lowering_rules[P.max_p] = _max_min_rule("maximum", "or")
-lowering_rules[P.min_p] = _max_min_rule("minimum", "and")
-
-
 def _splat(ctx: RuleContext, value, like_aval: ShapedArray, like_value):
     """``value`` as a constant of ``like_aval``'s shape (dynamic-shape aware)."""
     scalar = scalar_like(value, like_aval.dtype)
@@ -1367,9 +1311,6 @@ def division_rule(name: str) -> Callable:
     return rule
 
 
-lowering_rules[P.div_p] = division_rule("divide")
-
-
 def _compare_type(dtype: np.dtype) -> str:
     if P.kind(dtype) in "fc":
         return "FLOAT"
@@ -1386,122 +1327,6 @@ def _compare(ctx: RuleContext, x, y, direction: str, aval: ShapedArray):
         "compare_type": ir.Attribute.parse(f"#stablehlo<comparison_type {_compare_type(aval.dtype)}>"),
     }
     return op("stablehlo.compare", [result], [x, y], attrs).result
-
-
-def _compare_rule(direction: str) -> Callable:
-    def rule(ctx: RuleContext, x, y):
-        out = ctx.avals_out[0]
-        x, y = broadcast_to_result(ctx, [x, y], ctx.avals_in, out)
-        return _compare(ctx, x, y, direction, out.update(dtype=ctx.avals_in[0].dtype))
-    return rule
-
-
-for _prim, _dir in ((P.eq_p, "EQ"), (P.ne_p, "NE"), (P.lt_p, "LT"), (P.le_p, "LE"),
-                    (P.gt_p, "GT"), (P.ge_p, "GE")):
-    lowering_rules[_prim] = _compare_rule(_dir)
-
-
-def _select_rule(ctx: RuleContext, pred, on_true, on_false):
-    pred, on_true, on_false = broadcast_to_result(ctx, [pred, on_true, on_false], ctx.avals_in,
-                                                  ctx.avals_out[0], keep_scalar=(True,))
-    return hlo("select", ctx.out_type(), pred, on_true, on_false)
-
-
-lowering_rules[P.select_p] = _select_rule
-
-
-def _convert_rule(ctx: RuleContext, x, *, new_dtype, weak_type):
-    src = ctx.avals_in[0]
-    new_dtype = np.dtype(new_dtype)
-    if src.dtype == new_dtype:
-        return x
-    if new_dtype == np.bool_:
-        zero = _splat(ctx, 0, src, x)
-        return _compare(ctx, x, zero, "NE", src)
-    if src.dtype.kind == "c" and new_dtype.kind != "c":
-        # The real part, then converted as a float is (saturating into integers, as JAX).
-        src = src.update(dtype=np.float32 if src.dtype == np.complex64 else np.float64)
-        x = hlo("real", tensor_type(src, ctx.dynamic), x)
-        if src.dtype == new_dtype:
-            return x
-    if src.dtype == np.bool_:
-        # IREE 3.13's data tiling sign-extends a converted i1 feeding a matmul (true -> -1,
-        # e.g. jit(lambda x: jnp.eye(3) @ x)), or fails to compile it: select instead.
-        out = ctx.avals_out[0]
-        return hlo("select", ctx.out_type(), x, _splat(ctx, 1, out, x), _splat(ctx, 0, out, x))
-    if src.dtype.kind == "f" and new_dtype.kind in "iu":
-        return _saturating_convert(ctx, x, src, new_dtype)
-    if src.dtype.kind in "iu" and new_dtype.kind in "iu" and \
-            src.dtype.itemsize == new_dtype.itemsize:
-        # Same bits. IREE 3.13 drops a signed<->unsigned convert of scalars in a while body
-        # and then fails ("'arith.addi' op operand must be signless ... got 'ui32'"): fold_in
-        # with a loop index hit it. The bit cast compiles.
-        return hlo("bitcast_convert", ctx.out_type(), x)
-    return hlo("convert", ctx.out_type(), x)
-
-
-lowering_rules[P.convert_element_type_p] = _convert_rule
-
-
-def _saturating_convert(ctx: RuleContext, x, aval: ShapedArray, int_dtype: np.dtype):
-    """Float ``x`` converted to ``int_dtype`` as XLA's CPU code converts: NaN gives 0, values
-    past the integer range its ends (jnp.array([300.0, -5.0]).astype(uint8) is [255, 0]),
-    where the bare instruction wrapped or gave an arbitrary value."""
-    info = np.iinfo(int_dtype)
-    low, high = (_float_inside(info.min, aval.dtype, info), _float_inside(info.max, aval.dtype, info))
-    t = ctx.type(aval)
-    clamped = hlo("clamp", t, _splat(ctx, low, aval, x), x, _splat(ctx, high, aval, x))
-    is_nan = _compare(ctx, x, x, "NE", aval)
-    clamped = hlo("select", t, is_nan, _splat(ctx, 0, aval, x), clamped)
-    out = ctx.avals_out[0]
-    result = hlo("convert", ctx.out_type(), clamped)
-    # Past the floats that convert exactly (2**31 - 1 is no float32; float16 ends at 65504):
-    # the integer type's own ends.
-    for direction, bound, end in (("GT", high, info.max), ("LT", low, info.min)):
-        past = _compare(ctx, x, _splat(ctx, bound, aval, x), direction, aval)
-        result = hlo("select", ctx.out_type(), past, _splat(ctx, end, out, result), result)
-    return result
-
-
-def _float_inside(value: int, dtype: np.dtype, info: np.iinfo):
-    """The float of ``dtype`` nearest ``value`` on the side of zero that converts to an
-    integer within ``info``'s range."""
-    ftype = np.dtype(dtype).type
-    with np.errstate(over="ignore"):
-        f = ftype(value)
-    if not np.isfinite(f):
-        return ftype(np.sign(value) * np.finfo(dtype).max)
-    if not info.min <= int(f) <= info.max:
-        f = np.nextafter(f, ftype(0))
-    return f
-
-
-def _broadcast_in_dim_rule(ctx: RuleContext, x, *, shape, broadcast_dimensions):
-    if "shape" in ctx.dyn:
-        # Eager mode squeezes size-1 input dimensions first, so none of these expand.
-        return op("stablehlo.dynamic_broadcast_in_dim", [ctx.out_type()],
-                  [x, shape_tensor(ctx.dyn["shape"])],
-                  {"broadcast_dimensions": i64_array(broadcast_dimensions),
-                   "known_nonexpanding_dimensions": i64_array(range(len(broadcast_dimensions)))}
-                  ).result
-    return hlo("broadcast_in_dim", ctx.out_type(), x,
-               broadcast_dimensions=i64_array(broadcast_dimensions))
-
-
-lowering_rules[P.broadcast_in_dim_p] = _broadcast_in_dim_rule
-
-
-def _reshape_rule(ctx: RuleContext, x, *, new_sizes):
-    return hlo("reshape", ctx.out_type(), x)
-
-
-def _transpose_rule(ctx: RuleContext, x, *, permutation):
-    if _from_data_tiled_product(x):
-        # IREE 3.13 fuses a transpose of a data-tiled matmul's result into the matmul's
-        # dispatch and then segfaults materializing the encodings (the gradient of a Cholesky
-        # log-determinant, as in Gaussian process regression): a barrier keeps them apart.
-        x = fusion_barrier(x)
-    return hlo("transpose", ctx.out_type(), x, permutation=i64_array(permutation))
 
 
 def _from_data_tiled_product(value, depth: int = 2) -> bool:
@@ -1542,262 +1367,16 @@ _FUSIBLE_ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
     "convert", "broadcast_in_dim", "tanh", "exponential", "logistic"))
 
 
-def _rev_rule(ctx: RuleContext, x, *, dimensions):
-    if not dimensions:  # IREE rejects a stablehlo.reverse of no dimensions
-        return x
-    if ctx.dynamic or ctx.avals_in[0].dtype.kind == "u":
-        # IREE's reverse of unknown size reads tensor.dim, which needs signless integers; of
-        # unsigned ones it fails to legalize under jit too (x[::-1] of a uint8 array).
-        y = signless(x)
-        return bitcast_to(hlo("reverse", y.type, y, dimensions=i64_array(dimensions)),
-                          ctx.out_type())
-    return hlo("reverse", ctx.out_type(), x, dimensions=i64_array(dimensions))
-
-
-lowering_rules[P.reshape_p] = _reshape_rule
-lowering_rules[P.transpose_p] = _transpose_rule
-lowering_rules[P.rev_p] = _rev_rule
-
-
-# IREE 3.13's CUDA code generator mis-addresses a slice that is not one contiguous block of its
-# operand when it fuses the slice into a consumer that indexes it: on an H200 (2026-11-27)
-# jit(lambda x: x[i, 1:4]) of a 4x5 matrix read row 2 of the slice at the slice's row stride (3)
-# in the operand (stride 5), giving x[1, 2:5] for x[2, 1:4]; eager (the slice in a dispatch of
-# its own) and the CPU were right. On GPUs such a slice is computed into a buffer of its own
-# (a barrier keeps consumers from fusing it). PYREE_GPU_SLICE_BARRIERS=0 turns this off, to
-# check whether a newer IREE still needs it.
-GPU_SLICE_BARRIERS = os.environ.get("PYREE_GPU_SLICE_BARRIERS", "1") != "0"
-
-
-def is_contiguous_slice(shape: Sequence[int], start_indices: Sequence[int],
-                        limit_indices: Sequence[int], strides: Sequence[int]) -> bool:
-    """Whether a slice's elements are one contiguous run of its (row-major) operand's: unit
-    strides, leading dimensions of extent 1, then one partial dimension, then whole ones.
-
-    Example: ``is_contiguous_slice((4, 5), (1, 0), (3, 5), (1, 1))`` is True (rows 1-2);
-    ``is_contiguous_slice((4, 5), (0, 1), (4, 4), (1, 1))`` is False (columns 1-3)."""
-    if any(s != 1 for s in strides):
-        return False
-    extents = [hi - lo for lo, hi in zip(start_indices, limit_indices)]
-    first = 0
-    while first < len(extents) and extents[first] == 1:
-        first += 1
-    return all(extents[d] == shape[d] for d in range(first + 1, len(shape)))
-
-
-def _slice_rule(ctx: RuleContext, x, *, start_indices, limit_indices, strides):
-    if ctx.dynamic:
-        return op("stablehlo.real_dynamic_slice", [ctx.out_type()],
-                  [x, shape_tensor(ctx.dyn["start_indices"]),
-                   shape_tensor(ctx.dyn["limit_indices"]),
-                   shape_tensor(ctx.dyn.get("strides", strides))]).result
-    out = hlo("slice", ctx.out_type(), x, start_indices=i64_array(start_indices),
-              limit_indices=i64_array(limit_indices), strides=i64_array(strides))
-    if (ctx.lowering.platform != "cpu" and GPU_SLICE_BARRIERS and ctx.avals_out[0].size
-            and not is_contiguous_slice(ctx.avals_in[0].shape, start_indices, limit_indices,
-                                        strides)):
-        out = fusion_barrier(out)
-    return out
-
-
-lowering_rules[P.slice_p] = _slice_rule
-
-
-def _index_scalars(starts: Sequence, avals: Sequence[ShapedArray]) -> list:
-    """Start indices as ``tensor<i64>`` (StableHLO wants one index type for all of them)."""
-    ir = mlir()
-    t = ir.RankedTensorType.get([], ir.IntegerType.get_signless(64))
-    out = []
-    for s, a in zip(starts, avals):
-        out.append(s if a.dtype == np.int64 else hlo("convert", t, s))
-    return out
-
-
-def _dynamic_slice_rule(ctx: RuleContext, x, *starts, slice_sizes):
-    if not starts:  # rank 0 (MLIR cannot even parse a stablehlo.dynamic_slice of no indices)
-        return x
-    starts = _index_scalars(starts, ctx.avals_in[1:])
-    if ctx.dynamic:
-        ir = mlir()
-        i64 = ir.IntegerType.get_signless(64)
-        lo, hi = [], []
-        zero = i64_constant(0)
-        for axis, (start, size) in enumerate(zip(starts, ctx.dyn["slice_sizes"])):
-            s = op("tensor.extract", [i64], [start]).result
-            top = arith("subi", dim_i64(x, axis), size)
-            s = arith("maxsi", arith("minsi", s, top), zero)  # clamp like dynamic_slice does
-            lo.append(s)
-            hi.append(arith("addi", s, size))
-        ones = [i64_constant(1)] * len(starts)
-        return op("stablehlo.real_dynamic_slice", [ctx.out_type()],
-                  [x, shape_tensor(lo), shape_tensor(hi), shape_tensor(ones)]).result
-    return op("stablehlo.dynamic_slice", [ctx.out_type()], [x, *starts],
-              {"slice_sizes": i64_array(slice_sizes)}).result
-
-
-def _dynamic_update_slice_rule(ctx: RuleContext, x, update, *starts):
-    if not starts:  # rank 0: the update is the result
-        return update
-    if not ctx.dynamic and ctx.avals_in[1].size == 0:  # nothing to write
-        return x
-    starts = _index_scalars(starts, ctx.avals_in[2:])
-    if not ctx.lowering.aliases_input(x):
-        return _update_slice(ctx, x, update, starts)
-    # Written out of place: place the update in a fresh tensor, mark where, and select.
-    x_aval, u_aval = ctx.avals_in[0], ctx.avals_in[1]
-    # The fill of `placed` must differ from the mask's False: IREE merges two equal dynamic
-    # splats and then performs both insertions into one buffer (wrong bool results eagerly).
-    placed = _update_slice(ctx, _splat(ctx, 1, x_aval, x), update, starts)
-    bool_x, bool_u = x_aval.update(dtype=np.bool_), u_aval.update(dtype=np.bool_)
-    where = _update_slice(ctx, _splat(ctx, False, bool_x, x), _splat(ctx, True, bool_u, update),
-                          starts)
-    return hlo("select", ctx.out_type(), where, placed, x)
-
-
-def _update_slice(ctx: RuleContext, x, update, starts):
-    """``x`` with ``update`` written at the (clamped) ``starts``, possibly in place."""
-    if ctx.dynamic:
-        # IREE cannot legalize stablehlo.dynamic_update_slice on unknown shapes; tensor's
-        # insert_slice with clamped offsets does the same.
-        ir = mlir()
-        from iree.compiler.dialects import tensor
-        i64, index = ir.IntegerType.get_signless(64), ir.IndexType.get()
-        zero = i64_constant(0)
-        x_type = x.type
-        x, update = signless(x), signless(update)
-        offsets, sizes = [], []
-        for axis, start in enumerate(starts):
-            s = op("tensor.extract", [i64], [start]).result
-            top = arith("subi", dim_i64(x, axis), dim_i64(update, axis))
-            s = arith("maxsi", arith("minsi", s, top), zero)
-            offsets.append(op("arith.index_cast", [index], [s]).result)
-            sizes.append(op("tensor.dim", [index], [update, index_constant(axis)]).result)
-        rank = len(starts)
-        dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
-        dyn_size = ir.ShapedType.get_dynamic_size()
-        return bitcast_to(tensor.insert_slice(update, x, offsets, sizes, [], [dyn_offset] * rank,
-                                              [dyn_size] * rank, [1] * rank), x_type)
-    return op("stablehlo.dynamic_update_slice", [x.type], [x, update, *starts]).result
-
-
-lowering_rules[P.dynamic_slice_p] = _dynamic_slice_rule
-
 # Primitives whose result IREE may make a view of their first operand's storage.
 VIEW_PRIMITIVES = frozenset({P.reshape_p, P.slice_p, P.dynamic_slice_p, P.convert_element_type_p,
                              P.broadcast_in_dim_p, P.transpose_p})
-lowering_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_rule
-
-
-# IREE 3.13 copies a concatenation's operands in one dispatch, which binds every operand: past
-# 31 of them its CPU runtime refuses the dispatch ("binding count 46 > 32"), and larger counts
-# exceed the dispatch's 64 push constants at compile time (jnp.vstack of 45 rows, eagerly
-# and under jit). Operands are joined in groups, each group's result behind a barrier so
-# IREE cannot fuse the groups back into one dispatch.
-_CONCAT_GROUP = 8
-
-
-def _concatenate_rule(ctx: RuleContext, *xs, dimension):
-    avals = list(ctx.avals_in)
-    # Eager mode joins groups in separate calls (eager.apply_unchecked); a barrier on unknown
-    # shapes fails to compile.
-    while len(xs) > _CONCAT_GROUP and not ctx.dynamic:
-        joined, joined_avals = [], []
-        for start in range(0, len(xs), _CONCAT_GROUP):
-            group, group_avals = xs[start:start + _CONCAT_GROUP], avals[start:start + _CONCAT_GROUP]
-            if len(group) == 1:
-                joined += group
-                joined_avals += group_avals
-                continue
-            shape = list(group_avals[0].shape)
-            shape[dimension] = sum(a.shape[dimension] for a in group_avals)
-            aval = group_avals[0].update(shape=tuple(shape))
-            value = _concatenate(ctx.type(aval), group, dimension)
-            joined.append(fusion_barrier(value))
-            joined_avals.append(aval)
-        xs, avals = joined, joined_avals
-    return _concatenate(ctx.out_type(), xs, dimension)
 
 
 def _concatenate(result_type, xs: Sequence, dimension: int):
     return op("stablehlo.concatenate", [result_type], xs, {"dimension": i64_attr(dimension)}).result
 
 
-lowering_rules[P.concatenate_p] = _concatenate_rule
-
-
-def _pad_rule(ctx: RuleContext, x, padding_value, *, padding_config):
-    if ctx.dynamic:
-        return _dynamic_pad(ctx, x, padding_value, ctx.dyn["padding_config"])
-    lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
-    config = dict(edge_padding_low=i64_array(lo), edge_padding_high=i64_array(hi),
-                  interior_padding=i64_array(interior))
-    if ctx.avals_out[0].dtype == np.complex128:
-        # IREE 3.13 fills a complex128 pad with a 128-bit integer splat, which it cannot
-        # compile ("'stream.async.splat' op operand #0 must be ... integer, but got 'i128'"):
-        # pad the two float64 parts.
-        out_part, x_part, value_part = (ctx.type(a.update(dtype=_F64))
-                                        for a in [ctx.avals_out[0], *ctx.avals_in])
-        parts = [hlo("pad", out_part, hlo(name, x_part, x), hlo(name, value_part, padding_value),
-                     **config) for name in ("real", "imag")]
-        return hlo("complex", ctx.out_type(), *parts)
-    return hlo("pad", ctx.out_type(), x, padding_value, **config)
-
-
-lowering_rules[P.pad_p] = _pad_rule
-
-
-def _dynamic_pad(ctx: RuleContext, x, padding_value, flat_config: Sequence):
-    """pad on unknown shapes (IREE cannot legalize stablehlo.dynamic_pad): fill a tensor of
-    the padded size, insert ``x`` with stride ``interior + 1``, then crop negative padding."""
-    ir = mlir()
-    from iree.compiler.dialects import tensor
-    index = ir.IndexType.get()
-    zero, one = i64_constant(0), i64_constant(1)
-    rank = len(flat_config) // 3
-    x, padding_value = signless(x), signless(padding_value)
-    full, offsets, sizes, strides, crop_lo, out_sizes = [], [], [], [], [], []
-    for axis in range(rank):
-        lo, hi, interior = flat_config[3 * axis: 3 * axis + 3]
-        d = dim_i64(x, axis)
-        lo_pos, hi_pos = arith("maxsi", lo, zero), arith("maxsi", hi, zero)
-        gaps = arith("muli", arith("maxsi", arith("subi", d, one), zero), interior)
-        size = arith("addi", arith("addi", lo_pos, hi_pos), arith("addi", d, gaps))
-        full.append(size)
-        offsets.append(lo_pos)
-        sizes.append(d)
-        strides.append(arith("addi", interior, one))
-        c_lo, c_hi = arith("subi", lo_pos, lo), arith("subi", hi_pos, hi)
-        crop_lo.append(c_lo)
-        out_sizes.append(arith("subi", arith("subi", size, c_lo), c_hi))
-
-    def as_index(values):
-        return [op("arith.index_cast", [index], [v]).result for v in values]
-
-    filled_type = ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size()] * rank,
-                                          ir.RankedTensorType(x.type).element_type)
-    filled = op("stablehlo.dynamic_broadcast_in_dim", [filled_type],
-                [padding_value, shape_tensor(full)], {"broadcast_dimensions": i64_array([])}).result
-    dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
-    dyn_size = ir.ShapedType.get_dynamic_size()
-    inserted = tensor.insert_slice(x, filled, as_index(offsets), as_index(sizes),
-                                   as_index(strides), [dyn_offset] * rank, [dyn_size] * rank,
-                                   [dyn_offset] * rank)
-    cropped = tensor.extract_slice(filled_type, inserted, as_index(crop_lo), as_index(out_sizes),
-                                   [], [dyn_offset] * rank, [dyn_size] * rank, [1] * rank)
-    return bitcast_to(cropped, ctx.out_type())
-
-
-def _iota_rule(ctx: RuleContext, *, dtype, shape, dimension):
-    if ctx.dynamic:
-        return op("stablehlo.dynamic_iota", [ctx.out_type()], [shape_tensor(ctx.dyn["shape"])],
-                  {"iota_dimension": i64_attr(dimension)}).result
-    return hlo("iota", ctx.out_type(), iota_dimension=i64_attr(dimension))
-
-
-lowering_rules[P.iota_p] = _iota_rule
-
-
-# -- reductions -------------------------------------------------------------------------------
+# -- reductions (for reductions.py, gather_scatter, sorting and eager mode) ------------------
 
 def _reduce(ctx: RuleContext, operands: Sequence, inits: Sequence, dtypes_: Sequence[np.dtype],
             axes: Sequence[int], out_avals: Sequence[ShapedArray], body: Callable):
@@ -1812,158 +1391,6 @@ def _reduce(ctx: RuleContext, operands: Sequence, inits: Sequence, dtypes_: Sequ
         results = body(*block.arguments)
         op("stablehlo.return", [], results)
     return list(reduce_op.results)
-
-
-def _identity(prim, dtype: np.dtype):
-    if prim is P.reduce_sum_p or prim is P.reduce_or_p:
-        return 0 if dtype != np.bool_ else False
-    if prim is P.reduce_prod_p:
-        return 1
-    if prim is P.reduce_and_p:
-        return True if dtype == np.bool_ else -1 if dtype.kind == "i" else np.iinfo(dtype).max
-    if prim is P.reduce_max_p:
-        if dtype.kind == "f" or dtype == bfloat16:
-            return -np.inf
-        return False if dtype == np.bool_ else np.iinfo(dtype).min
-    if prim is P.reduce_min_p:
-        if dtype.kind == "f" or dtype == bfloat16:
-            return np.inf
-        return True if dtype == np.bool_ else np.iinfo(dtype).max
-    raise KeyError(prim)
-
-
-_REDUCERS = {P.reduce_sum_p: "add", P.reduce_prod_p: "multiply", P.reduce_max_p: "maximum",
-             P.reduce_min_p: "minimum", P.reduce_and_p: "and", P.reduce_or_p: "or"}
-
-
-# IREE 3.13's CPU code for a reduction along rows whose length is not a whole number of
-# vectors (16 float32 with AVX-512) finishes each row's tail separately: the max over rows of
-# 1000 of a 4096 x 1000 array took 0.72-0.97 ms, of 1024 0.38 ms (JAX 0.22 either way). Rows
-# of 8k are reduced as (k, 8) instead, the 8 columns first: 0.47-0.50 ms; the sum 0.47-0.54 ->
-# 0.35-0.37 ms; the sum of exponentials unchanged (1.1-1.3 ms).
-ROW_VECTOR_WIDTH = 8
-ROW_VECTOR_MIN = 256
-
-
-def _row_vector_width(ctx: RuleContext, aval: ShapedArray, axes: tuple) -> Optional[int]:
-    """The width to reduce rows of ``aval`` in (see ROW_VECTOR_WIDTH), or None: float32 rows
-    (the last axis alone) of at least ROW_VECTOR_MIN, a multiple of 8 but not of 16, on the
-    CPU, shapes known."""
-    if (ctx.dynamic or ctx.lowering.platform != "cpu" or aval.dtype != np.float32
-            or tuple(axes) != (aval.ndim - 1,)):
-        return None
-    n = aval.shape[-1]
-    if n < ROW_VECTOR_MIN or n % ROW_VECTOR_WIDTH or n % (2 * ROW_VECTOR_WIDTH) == 0:
-        return None
-    return ROW_VECTOR_WIDTH
-
-
-def _reduction_rule(prim) -> Callable:
-    name = _REDUCERS[prim]
-
-    def rule(ctx: RuleContext, x, *, axes):
-        in_aval = ctx.avals_in[0]
-        dtype = in_aval.dtype
-        if dtype == np.bool_ and name in ("maximum", "minimum"):
-            body_name = "or" if name == "maximum" else "and"
-        else:
-            body_name = name
-        if (name in ("minimum", "maximum") and dtype.kind == "i" and ctx.dynamic
-                and ctx.lowering.platform != "cpu"):
-            return _signed_extremum_as_unsigned(ctx, x, prim, axes)
-        if name == "and" and dtype.kind in "iu" and ctx.dynamic and ctx.lowering.platform != "cpu":
-            return _and_as_or(ctx, x, axes)
-        acc_dtype = dtype
-        # Half-precision sums accumulate in float32, then round once.
-        if prim is P.reduce_sum_p and dtype in (np.dtype(np.float16), np.dtype(bfloat16)):
-            acc_dtype = np.dtype(np.float32)
-            x = hlo("convert", tensor_type(in_aval.update(dtype=acc_dtype), ctx.dynamic), x)
-        init = scalar_like(_identity(prim, acc_dtype), acc_dtype)
-        scalar_t = tensor_type(ShapedArray((), acc_dtype))
-
-        def reduce_now(value, value_aval, reduce_axes):
-            out_shape = tuple(d for i, d in enumerate(value_aval.shape) if i not in reduce_axes)
-            return _reduce(ctx, [value], [init], [acc_dtype], reduce_axes,
-                           [ShapedArray(out_shape, acc_dtype)],
-                           lambda a, b: [hlo(body_name, scalar_t, a, b)])[0]
-
-        def reduce(value, value_aval, reduce_axes):
-            width = _row_vector_width(ctx, value_aval, reduce_axes)
-            if width is None:
-                return reduce_now(value, value_aval, reduce_axes)
-            # A row of n = k * width: its width-wide columns reduced first (partial results
-            # in vector lanes), then those lanes.
-            *lead, n = value_aval.shape
-            split_aval = value_aval.update(shape=(*lead, n // width, width))
-            split = hlo("reshape", tensor_type(split_aval), value)
-            lanes = reduce_now(split, split_aval, (len(lead),))
-            return reduce_now(lanes, split_aval.update(shape=(*lead, width)), (len(lead),))
-
-        in_acc = in_aval.update(dtype=acc_dtype)
-        plan = None if ctx.dynamic else _split_reduction_plan(in_aval.shape, tuple(axes))
-        accurate = prim is P.reduce_sum_p and acc_dtype.kind in "fc"
-        # On a GPU one workgroup reduces everything that ends in one output: a long reduction
-        # runs in two stages there, blocks first, whatever it computes (a max over 16M floats
-        # with an elementwise pass took 1.30 ms in one stage and 0.32 ms in two on an H100,
-        # where IREE split it by --iree-dispatch-creation-enable-split-reduction; that flag
-        # fails to compile 2-D full reductions and argmax, "failed to distribute"). Rows of
-        # 1000 gain too: a cross-entropy over 65536x1000 logits took 1.06 ms staged and
-        # 1.64 ms in one stage (H200, 2026-11-27).
-        staged = accurate or ctx.lowering.platform != "cpu"
-        if plan is None and staged and not ctx.dynamic:
-            result = _blocked_reduction(x, in_acc, tuple(axes), reduce)
-        elif plan is None:
-            result = reduce(x, in_acc, axes)
-        else:
-            # Reduce a long strided axis in two stages over a (rows, block, rest) view: the first
-            # stage streams contiguous memory, the second is small.
-            split_shape, first_axis = plan
-            split = hlo("reshape", tensor_type(in_acc.update(shape=split_shape)), x)
-            partial_shape = split_shape[:first_axis] + split_shape[first_axis + 1:]
-            partial = reduce(split, in_acc.update(shape=split_shape), (first_axis,))
-            result = reduce(partial, in_acc.update(shape=partial_shape), (first_axis,))
-        if acc_dtype != dtype:
-            result = hlo("convert", ctx.out_type(), result)
-        return result
-    return rule
-
-
-for _prim in _REDUCERS:
-    lowering_rules[_prim] = _reduction_rule(_prim)
-
-
-def _signed_extremum_as_unsigned(ctx: RuleContext, x, prim, axes):
-    """The min or max of signed integers as that of unsigned ones: flipping the sign bit maps
-    the signed order onto the unsigned one. IREE 3.13's CUDA code for a signed min/max
-    reduction of unknown shape (eager kernels) combines the threads' partial results with the
-    *unsigned* operation's neutral element (`min.s32 %r, %r, -1`, `max.s32 %r, %r, 0` in the
-    PTX), so jnp.min of [3, 1, 0, 7] was -1 on an H200 (2026-11-27). Its unsigned reductions,
-    and the signed ones of known shape, have no such constant in their PTX."""
-    in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
-    unsigned = np.dtype(f"uint{8 * in_aval.dtype.itemsize}")
-    sign = np.iinfo(in_aval.dtype).min
-    flipped = hlo("xor", ctx.type(in_aval), x, _splat(ctx, sign, in_aval, x))
-    ux = hlo("bitcast_convert", ctx.type(in_aval.update(dtype=unsigned)), flipped)
-    body = "minimum" if prim is P.reduce_min_p else "maximum"
-    scalar_t = tensor_type(ShapedArray((), unsigned))
-    reduced = _reduce(ctx, [ux], [scalar_like(_identity(prim, unsigned), unsigned)], [unsigned],
-                      tuple(axes), [out_aval.update(dtype=unsigned)],
-                      lambda a, b: [hlo(body, scalar_t, a, b)])[0]
-    back = hlo("bitcast_convert", ctx.out_type(), reduced)
-    return hlo("xor", ctx.out_type(), back, _splat(ctx, sign, out_aval, back))
-
-
-def _and_as_or(ctx: RuleContext, x, axes):
-    """The bitwise and of integers over ``axes`` as ~(or of ~x). IREE 3.13's CUDA code for an
-    and-reduction of unknown shape returned 0 for rows whose and was not (eager
-    lax.reduce_and over int32[4, 5] rows on an H200, 2026-11-28), as if padded with the or's
-    neutral element (0) instead of the and's (all ones); see _signed_extremum_as_unsigned."""
-    in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
-    scalar_t = tensor_type(ShapedArray((), in_aval.dtype))
-    reduced = _reduce(ctx, [hlo("not", ctx.type(in_aval), x)], [scalar_like(0, in_aval.dtype)],
-                      [in_aval.dtype], tuple(axes), [out_aval],
-                      lambda a, b: [hlo("or", scalar_t, a, b)])[0]
-    return hlo("not", ctx.out_type(), reduced)
 
 
 # Float sums of long axes are summed in blocks: a sum of n floats accumulated one after the
@@ -2018,96 +1445,7 @@ def merged_reduction_axes(shape: tuple, axes: tuple) -> tuple[tuple, tuple]:
     return tuple(shape_out), tuple(axes_out)
 
 
-def _blocked_reduction(x, aval: ShapedArray, axes: tuple, reduce: Callable):
-    """``reduce(x, aval, axes)``, each long reduced axis reduced in blocks first (see
-    sum_block)."""
-    merged_shape, merged_axes = merged_reduction_axes(aval.shape, axes)
-    if merged_shape != aval.shape:
-        aval = aval.update(shape=merged_shape)
-        x, axes = hlo("reshape", tensor_type(aval), x), merged_axes
-    for axis in axes:
-        block = sum_block(aval.shape[axis], axis == aval.ndim - 1)
-        if block is None:
-            continue
-        split_shape = aval.shape[:axis] + (aval.shape[axis] // block, block) + aval.shape[axis + 1:]
-        split_aval = aval.update(shape=split_shape)
-        split = hlo("reshape", tensor_type(split_aval), x)
-        partial_aval = aval.update(shape=split_shape[:axis + 1] + split_shape[axis + 2:])
-        partial = reduce(split, split_aval, (axis + 1,))
-        return _blocked_reduction(partial, partial_aval, axes, reduce)
-    return reduce(x, aval, axes)
-
-
-def _split_reduction_plan(shape: tuple, axes: tuple) -> Optional[tuple]:
-    """How to split a reduction over leading axes whose inner stride is small.
-
-    Reducing a (10000, 10) array over axis 0 walks memory 10 floats at a time; IREE vectorises
-    it poorly (0.29 ms here, against 0.11 ms when split). For leading reduced axes of total size
-    N over an inner size T < 64, view the array as (N / b, b, ...) and reduce twice. Returns
-    (split shape, axis reduced in both stages) or None.
-    """
-    if not axes or axes != tuple(range(len(axes))) or len(axes) == len(shape):
-        return None
-    n = 1
-    for d in shape[:len(axes)]:
-        n *= d
-    inner = 1
-    for d in shape[len(axes):]:
-        inner *= d
-    if inner >= 64 or n < 1024:
-        return None
-    target = max(8, 1024 // max(inner, 1))
-    block = next((b for b in range(min(target, n // 8), 7, -1) if n % b == 0), None)
-    if block is None:
-        return None
-    return (n // block, block) + tuple(shape[len(axes):]), 0
-
-
-def _arg_reduction_rule(is_max: bool) -> Callable:
-    def rule(ctx: RuleContext, x, *, axes, index_dtype):
-        in_aval = ctx.avals_in[0]
-        dtype, index_dtype = in_aval.dtype, np.dtype(index_dtype)
-        axis = axes[0]
-        index_aval = in_aval.update(dtype=index_dtype)
-        if ctx.dynamic:
-            indices = op("stablehlo.dynamic_iota", [tensor_type(index_aval, True)],
-                         [shape_of(x, in_aval.ndim)], {"iota_dimension": i64_attr(axis)}).result
-        else:
-            indices = hlo("iota", tensor_type(index_aval), iota_dimension=i64_attr(axis))
-        prim = P.reduce_max_p if is_max else P.reduce_min_p
-        init_value = scalar_like(_identity(prim, dtype), dtype)
-        init_index = scalar_like(0, index_dtype)
-        scalar = ShapedArray((), dtype)
-        bool_t = tensor_type(ShapedArray((), np.bool_))
-        val_t, idx_t = tensor_type(scalar), tensor_type(ShapedArray((), index_dtype))
-        plain = RuleContext(Lowering(False), [], [])
-
-        def body(a_val, a_idx, b_val, b_idx):
-            better = _compare(plain, a_val, b_val, "GT" if is_max else "LT", scalar)
-            equal = _compare(plain, a_val, b_val, "EQ", scalar)
-            a_first = _compare(plain, a_idx, b_idx, "LT", ShapedArray((), index_dtype))
-            pick_a = hlo("or", bool_t, better, hlo("and", bool_t, equal, a_first))
-            if dtype.kind == "f" or dtype == bfloat16:
-                # NaN wins (as in NumPy and JAX); among NaNs the first index wins.
-                a_nan = _compare(plain, a_val, a_val, "NE", scalar)
-                b_nan = _compare(plain, b_val, b_val, "NE", scalar)
-                any_nan = hlo("or", bool_t, a_nan, b_nan)
-                b_not_nan = hlo("not", bool_t, b_nan)
-                nan_pick = hlo("and", bool_t, a_nan, hlo("or", bool_t, b_not_nan, a_first))
-                pick_a = hlo("select", bool_t, any_nan, nan_pick, pick_a)
-            return [hlo("select", val_t, pick_a, a_val, b_val),
-                    hlo("select", idx_t, pick_a, a_idx, b_idx)]
-
-        out = ctx.avals_out[0]
-        _, result = _reduce(ctx, [x, indices], [init_value, init_index], [dtype, index_dtype],
-                            axes, [out.update(dtype=dtype), out], body)
-        return result
-    return rule
-
-
-lowering_rules[P.argmax_p] = _arg_reduction_rule(True)
-lowering_rules[P.argmin_p] = _arg_reduction_rule(False)
-
+# -- contractions: their operands, bf16 parts, data tiling (dot_general.py, windows.py) ----------
 
 # IREE 3.13's SPIR-V code for a contraction that reads bfloat16 data fails to compile ("failed
 # to legalize operation 'vector.bitcast' (vector<2xf32>) -> vector<4xbf16>", Mesa's lavapipe),
@@ -2148,111 +1486,6 @@ def contraction_operand(ctx: RuleContext, x):
     return x
 
 
-def _dot_general_rule(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precision=None,
-                      preferred_element_type=None):
-    (lc, rc), (lb, rb) = dimension_numbers
-    lhs, rhs = contraction_operand(ctx, lhs), contraction_operand(ctx, rhs)
-    fields = []
-    for name, dims in (("lhs_batching_dimensions", lb), ("rhs_batching_dimensions", rb),
-                       ("lhs_contracting_dimensions", lc), ("rhs_contracting_dimensions", rc)):
-        if dims:
-            fields.append(f"{name} = [{', '.join(str(int(d)) for d in dims)}]")
-    attr = mlir().Attribute.parse(f"#stablehlo.dot<{', '.join(fields)}>")
-    lhs_aval, rhs_aval = ctx.avals_in
-    out_aval = ctx.avals_out[0]
-    if not ctx.dynamic and (lhs_aval.size == 0 or rhs_aval.size == 0):
-        # A product over nothing is zeros (or empty). IREE 3.13's compiler died of a floating
-        # point exception (SIGFPE) data-tiling a (3, 0) @ (0, 4) matmul on AMD znver3.
-        return hlo("broadcast_in_dim", ctx.out_type(), scalar_like(0, out_aval.dtype),
-                   broadcast_dimensions=i64_array([]))
-    if out_aval.dtype.kind == "c" and ctx.lowering.platform != "cpu":
-        return _complex_product_from_real_parts(ctx, lhs, rhs, attr)
-    if (ctx.lowering.device_platform == "cuda" or cuda_gemm.EMULATE_ON_CPU) and not ctx.dynamic:
-        from pyree.runtime.device import cuda_target
-        target = "sm_80" if cuda_gemm.EMULATE_ON_CPU else cuda_target()
-        gemm = cuda_gemm.plan(lhs_aval, rhs_aval, out_aval, dimension_numbers, precision, target)
-        if gemm is not None:
-            return cuda_gemm.emit(gemm, lhs, rhs, ctx.out_type(), target)
-    narrow = _is_narrow_contraction(ctx, lc, lb, rc, rb)
-    if narrow and ctx.lowering.device_platform == "cpu" and not ctx.dynamic:
-        product = _loop_matvec_as_vecmat(ctx, lhs, rhs, lc, lb, rc)
-        if product is not None:
-            return product
-    if narrow and lhs_aval.size * rhs_aval.size > 1 and ctx.lowering.device_platform != "cpu":
-        # A matrix-vector product gets no elementwise producer fused in: IREE 3.13's CPU code
-        # once failed to compile tanh(a) @ w for a of 1000 x 32 ("large vector sizes"); it
-        # compiles now (tests/test_jit.py), and on the CPU the barrier went (in a loop body
-        # each barrier ends IREE's execution region: a scan step of h @ w became its own
-        # submission, and the unbatched RNN of benchmarks/run.py ran ~15% slower). Kept on
-        # GPUs, where it was never measured without. Only values computed here: a barrier on
-        # an argument costs a copy (~20% of a batched matvec).
-        lhs, rhs = [fusion_barrier(v)
-                    if isinstance(v, mlir().OpResult) else v for v in (lhs, rhs)]
-    attributes = {"dot_dimension_numbers": attr}
-    macs = out_aval.size * math.prod(lhs_aval.shape[d] for d in lc)
-    if not narrow and _splits_float32(ctx, precision) and macs > GPU_PLAIN_FLOAT32_MACS:
-        return _bf16_split_product(ctx, lhs, rhs, lambda a, b: op(
-            "stablehlo.dot_general", [ctx.out_type()], [a, b], attributes).result)
-    products = _products.get()
-    if narrow and ctx.lowering.in_loop and products is not None:
-        products.narrow_in_loop = True
-    marked = False
-    if not narrow and out_aval.dtype.kind != "c" and _data_tiling_pays(ctx, lc, lb, rc, rb):
-        from pyree.runtime.compile import DATA_TILING_MARK
-        # A module without a marked product compiles without data tiling (see
-        # runtime/compile.py, prepare_module).
-        attributes[DATA_TILING_MARK] = mlir().UnitAttr.get()
-        marked = True
-        if lb and not ctx.dynamic:
-            # IREE 3.13 data-tiles a batched product wrongly when it fuses in a producer that
-            # scales rows by a reduction (softmax(a) @ v, (a * a.sum(-1, keepdims=True)) @ v
-            # with a of 2x3x4: the second batch came out a row off; 10 of 60 such products of
-            # small random shapes were wrong). A barrier keeps the producer apart (one on the
-            # reduction alone did not help); only there: it costs a pass over the operand.
-            lhs, rhs = [fusion_barrier(v)
-                        if _broadcasts_computed(v) else v for v in (lhs, rhs)]
-    else:
-        row = _batched_matvec_row(ctx, lc, lb, rc, rb)
-        if row is not None:
-            from pyree.runtime.compile import MATVEC_MARK
-            # A CPU compile configures this product row by row (runtime/compile.py).
-            attributes[MATVEC_MARK] = i64_attr(row)
-    product = op("stablehlo.dot_general", [ctx.out_type()], [lhs, rhs], attributes)
-    if marked and products is not None:
-        products.marked.append(product)
-        products.marked_macs += macs
-    return product.result
-
-
-def _complex_product_from_real_parts(ctx: RuleContext, lhs, rhs, dimension_numbers):
-    """A complex dot_general on a GPU as real products of the parts: (ar br - ai bi) +
-    i (ar bi + ai br). IREE 3.13's compiler died (SIGSEGV) on a complex64 dot_general of
-    unknown shape for CUDA (eager jnp.vdot; H200 run, 2026-11-28, reproduced here)."""
-    out_aval = ctx.avals_out[0]
-    real_dtype = np.dtype(np.float64 if out_aval.dtype == np.complex128 else np.float32)
-
-    def parts(value, aval):
-        real_t = tensor_type(aval.update(dtype=real_dtype), ctx.dynamic)
-        if aval.dtype.kind != "c":
-            return hlo("convert", real_t, value), None
-        return hlo("real", real_t, value), hlo("imag", real_t, value)
-
-    (ar, ai), (br, bi) = parts(lhs, ctx.avals_in[0]), parts(rhs, ctx.avals_in[1])
-    real_out = tensor_type(out_aval.update(dtype=real_dtype), ctx.dynamic)
-    attributes = {"dot_dimension_numbers": dimension_numbers}
-    dot = lambda a, b: op("stablehlo.dot_general", [real_out], [a, b], attributes).result
-    real, imag = dot(ar, br), None
-    if ai is not None and bi is not None:
-        real = hlo("subtract", real_out, real, dot(ai, bi))
-    for a, b in ((ar, bi), (ai, br)):
-        if a is not None and b is not None:
-            term = dot(a, b)
-            imag = term if imag is None else hlo("add", real_out, imag, term)
-    if imag is None:
-        imag = _splat(ctx, 0, out_aval.update(dtype=real_dtype), real)
-    return hlo("complex", ctx.out_type(), real, imag)
-
-
 # Float32 products of at most this many multiply-adds stay in float32 on GPUs whatever their
 # precision: the three bf16 products and the splits cost more dispatches than the work is
 # worth. A scan step of 8x256 @ 256x64 and 8x64 @ 64x64 products took 62-75 us split and 38-41
@@ -2290,101 +1523,6 @@ def _bf16_split_product(ctx: RuleContext, lhs, rhs, product: Callable):
     out_type = ctx.out_type()
     small = hlo("add", out_type, product(hi_x, lo_y), product(lo_x, hi_y))
     return hlo("add", out_type, product(hi_x, hi_y), small)
-
-
-# A matrix-vector product W @ v (W's rows contiguous) inside a loop whose W is loop-invariant
-# runs as the vector-matrix product v @ W.T, with W.T made once before the loop. IREE 3.13's
-# CPU code for an unbatched matvec reduces across each row with shuffles (compile.py's
-# MATVEC_MARK notes; that configuration is lost on an unbatched product, and as a batch of
-# one it gained nothing), while a vecmat accumulates along contiguous rows: a 100-step scan
-# of tanh(x + W @ h), W 256 x 256, took 2.0 ms, and 0.53 ms with W.T hoisted (JAX: 0.5 ms;
-# this machine, measured on hand-edited modules).
-LOOP_MATVEC_MIN_ROWS = 16
-
-
-def _loop_matvec_as_vecmat(ctx: RuleContext, lhs, rhs, lc, lb, rc):
-    """``lhs @ rhs`` as a vector-matrix product against ``lhs`` transposed before the
-    outermost enclosing loop that ``lhs`` is defined outside of, when ``lhs`` is such a
-    matrix (2-D, contracted along its rows) and ``rhs`` a vector ((K,) or (K, 1)); else None.
-    One transpose per matrix and loop (``Lowering.hoisted``)."""
-    lhs_aval, rhs_aval = ctx.avals_in
-    if (lb or lhs_aval.ndim != 2 or tuple(lc) != (1,) or tuple(rc) != (0,)
-            or rhs_aval.shape not in ((lhs_aval.shape[1],), (lhs_aval.shape[1], 1))
-            or lhs_aval.shape[0] < LOOP_MATVEC_MIN_ROWS
-            or lhs_aval.dtype not in (np.float32, np.float64)
-            or rhs_aval.dtype != lhs_aval.dtype or ctx.avals_out[0].dtype != lhs_aval.dtype):
-        return None
-    loop = _outermost_loop_outside(lhs)
-    if loop is None:
-        return None
-    key = (loop, lhs)
-    transposed = ctx.lowering.hoisted.get(key)
-    if transposed is None:
-        m, k = lhs_aval.shape
-        with mlir().InsertionPoint(loop):
-            transposed = hlo("transpose", ctx.type(lhs_aval.update(shape=(k, m))), lhs,
-                             permutation=i64_array([1, 0]))
-        ctx.lowering.hoisted[key] = transposed
-    vector = hlo("reshape", ctx.type(rhs_aval.update(shape=(rhs_aval.shape[0],))), rhs)
-    attr = mlir().Attribute.parse("#stablehlo.dot<lhs_contracting_dimensions = [0], "
-                                  "rhs_contracting_dimensions = [0]>")
-    out = op("stablehlo.dot_general", [ctx.type(ctx.avals_out[0].update(
-        shape=(lhs_aval.shape[0],)))], [vector, transposed], {"dot_dimension_numbers": attr})
-    return hlo("reshape", ctx.out_type(), out.result)
-
-
-def _outermost_loop_outside(value):
-    """The outermost loop around the insertion point that ``value`` is defined outside of
-    (its operation), or None when the insertion point is in no such loop."""
-    ir = mlir()
-
-    def ancestors(block):  # the operations around a block, innermost first
-        operation = block.owner
-        while operation is not None:
-            operation = operation.operation
-            yield operation
-            operation = operation.parent
-
-    owner = value.owner
-    around_definition = set(ancestors(owner if isinstance(owner, ir.Block)
-                                      else owner.operation.block))
-    found = None
-    for operation in ancestors(ir.InsertionPoint.current.block):
-        if operation in around_definition:
-            break
-        if operation.name in _LOOP_OPS:
-            found = operation
-    return found
-
-
-def _batched_matvec_row(ctx: RuleContext, lc, lb, rc, rb) -> Optional[int]:
-    """The row length of a batched matrix-vector product that IREE's CPU code runs faster row
-    by row: one batch dimension, a matrix with one free dimension whose contracted dimension is
-    its innermost (rows contiguous in memory), f32 or f64 throughout, rows of MATVEC_ROW_BYTES.
-    Else None. (IREE turns such a product into a generic op, which keeps the mark; an unbatched
-    one becomes a named op, which drops it.)"""
-    from pyree.runtime.compile import MATVEC_ROW_BYTES
-    lhs_aval, rhs_aval = ctx.avals_in
-    dtype = lhs_aval.dtype
-    if (len(lb) != 1 or len(lc) != 1 or dtype not in (np.float32, np.float64)
-            or rhs_aval.dtype != dtype or ctx.avals_out[0].dtype != dtype
-            or sorted((lhs_aval.ndim, rhs_aval.ndim)) != [2, 3]):
-        return None
-    matrix, contracted = (lhs_aval, lc[0]) if lhs_aval.ndim == 3 else (rhs_aval, rc[0])
-    if contracted != matrix.ndim - 1:
-        return None  # a vector-matrix product: IREE's own tiling is fine there
-    row = matrix.shape[-1]
-    low, high = MATVEC_ROW_BYTES
-    return row if low <= row * dtype.itemsize <= high else None
-
-
-def _is_narrow_contraction(ctx: RuleContext, lc, lb, rc, rb) -> bool:
-    """Whether a static dot_general has one side without free dims: a matrix-vector,
-    vector-matrix or dot product, batched or not. Such a product is memory-bound: it reads
-    the larger operand once, so re-laying it out into tiles only adds traffic."""
-    lhs_aval, rhs_aval = ctx.avals_in
-    return not ctx.dynamic and (_free_size(lhs_aval, lc, lb) == 1
-                                or _free_size(rhs_aval, rc, rb) == 1)
 
 
 # IREE's data tiling re-lays both operands out in tiles, in extra dispatches at every call:
@@ -2440,18 +1578,18 @@ class _Products:
                 del product.attributes[DATA_TILING_MARK]
 
 
-_products: contextvars.ContextVar = contextvars.ContextVar("pyree_products", default=None)
+lowered_products: contextvars.ContextVar = contextvars.ContextVar("pyree_products", default=None)
 
 
 @contextlib.contextmanager
 def _settled_products():
     """Record the products lowered inside (``_Products``), then settle their data tiling."""
     products = _Products()
-    token = _products.set(products)
+    token = lowered_products.set(products)
     try:
         yield
     finally:
-        _products.reset(token)
+        lowered_products.reset(token)
     products.settle()
 
 
@@ -2474,9 +1612,6 @@ def _data_tiling_pays(ctx: RuleContext, lc, lb, rc, rb) -> bool:
 
 def _free_size(aval: ShapedArray, contracting: Sequence[int], batch: Sequence[int]) -> int:
     return math.prod(d for i, d in enumerate(aval.shape) if i not in contracting and i not in batch)
-
-
-lowering_rules[P.dot_general_p] = _dot_general_rule
 
 
 # -- bfloat16 ----------------------------------------------------------------------------------

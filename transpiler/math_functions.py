@@ -1,7 +1,7 @@
 """The elementwise mathematical functions, with every rule for them: exp, log, log1p, expm1,
 sin, cos, tan, tanh, logistic, sqrt, rsqrt, cbrt, erf, floor, ceil, round, sign, is_finite,
 integer_pow, pow, atan2 and rem. (The arithmetic the interpreters build on, ``neg``, ``add``,
-``mul``, ``div``, ``max``, comparisons, ``select``..., is the core's, primitives.py.)
+``mul``, ``div``, ``max``, comparisons, ``select``..., is arithmetic.py's.)
 
 * **Abstract evaluation**: the operand's aval; ``is_finite`` is boolean. Like ``jax.lax``, the
   operands of a binary function have one dtype and equal shapes, except that a rank-0 operand
@@ -82,7 +82,7 @@ integer_pow_p = P.unary_primitive("integer_pow", P.NUMERIC)   # params: y, a Pyt
 
 
 def _integer_pow_shape_rule(x: ShapedArray, *, y: int) -> ShapedArray:
-    P._check_kinds("integer_pow", x, *P.NUMERIC)
+    P.check_kinds("integer_pow", x, *P.NUMERIC)
     if y < 0 and x.dtype.kind in "iu":
         raise TypeError(f"integer_pow with a negative exponent {y} needs a floating-point base, "
                         f"got {x.dtype.name}")

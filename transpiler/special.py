@@ -288,10 +288,10 @@ def _conj_abstract_eval(x: ShapedArray) -> ShapedArray:
 
 
 def _complex_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
-    P._same_dtypes("complex", [x, y])
+    P.same_dtypes("complex", [x, y])
     if x.dtype not in _COMPLEX_OF:
         raise TypeError(f"complex takes float32 or float64 parts, got {x.dtype.name}")
-    shape = P._broadcast_shapes("complex", [x, y])
+    shape = P.broadcast_shapes("complex", [x, y])
     return ShapedArray(shape, _COMPLEX_OF[x.dtype], x.weak_type and y.weak_type)
 
 
@@ -354,6 +354,25 @@ deflinear(conj_p, _t_conj)
 deflinear(complex_p, _t_complex)
 
 
+# -- abs (of real and complex numbers) ----------------------------------------------------------
+
+def _real_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float32) if dtype == np.complex64 else (
+        np.dtype(np.float64) if dtype == np.complex128 else dtype)
+
+
+abs_p = P.unary_primitive("abs", P.NUMERIC, _real_dtype)
+
+
+def _abs_lowering(ctx: RuleContext, x):
+    if ctx.avals_in[0].dtype.kind == "u":
+        return x
+    return hlo("abs", ctx.out_type(), x)
+
+
+lowering_rules[abs_p] = _abs_lowering
+
+
 def _abs_jvp(g, x):
     """d|x| = sign(x) dx for real x, with slope +1 at +0.0 and -0.0 as in JAX (so grad of an
     L1 penalty at a zero parameter is JAX's subgradient, not 0); for complex x, |x| is real
@@ -363,7 +382,7 @@ def _abs_jvp(g, x):
     return real_p.bind(mul(conj_p.bind(M.sign_p.bind(x)), g))
 
 
-defjvp(P.abs_p, _abs_jvp)
+defjvp(abs_p, _abs_jvp)
 
 
 fma_p = Primitive("fma")
@@ -371,7 +390,7 @@ fma_p = Primitive("fma")
 
 def _fma_rule(a: ShapedArray, b: ShapedArray, c: ShapedArray) -> ShapedArray:
     for x in (a, b, c):
-        P._check_kinds("fma", x, *P.REAL_FLOATING)
+        P.check_kinds("fma", x, *P.REAL_FLOATING)
     if not a.shape == b.shape == c.shape or not a.dtype == b.dtype == c.dtype:
         raise TypeError(f"fma takes operands of one shape and dtype, got {a.str_short()}, "
                         f"{b.str_short()} and {c.str_short()}")

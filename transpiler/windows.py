@@ -30,7 +30,7 @@ from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules, ze
 from .batching import batching_rules
 from .ir import ShapedArray
 from .lower import (BF16_CONTRACTIONS, WORK_ESTIMATES, Lowering, RuleContext,
-                    _bf16_split_product, _concatenate_rule, _splits_float32, contraction_operand,
+                    _bf16_split_product, _splits_float32, contraction_operand,
                     fusion_barrier, hlo, lowering_rules, mlir, op, scalar_like, tensor_type)
 from .trace import Primitive, abstract_eval_rules, get_aval
 
@@ -400,7 +400,7 @@ def _conv_in_batch_chunks(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedArray
         parts.append(_real_conv(piece, rhs, part_in, rhs_aval, part_out, cpu=True, **params))
     # (lower's concatenation: it joins many parts in groups, under IREE's binding limit)
     join = RuleContext(Lowering(dynamic=False), [part_out] * len(parts), [out_aval])
-    return _concatenate_rule(join, *parts, dimension=b_out)
+    return lowering_rules[P.concatenate_p](join, *parts, dimension=b_out)
 
 
 # A convolution with few output positions and a large window -- a kernel gradient, whose
@@ -465,7 +465,7 @@ def _conv_as_window_products(lhs, rhs, lhs_aval: ShapedArray, rhs_aval: ShapedAr
         products.append(hlo("reshape", tensor_type(product_aval), product))
     stacked_aval = out_aval.update(shape=(len(products), features, batch))
     join = RuleContext(Lowering(dynamic=False), [product_aval] * len(products), [stacked_aval])
-    stacked = _concatenate_rule(join, *products, dimension=0) if len(products) > 1 \
+    stacked = lowering_rules[P.concatenate_p](join, *products, dimension=0) if len(products) > 1 \
         else products[0]
     grid_aval = out_aval.update(shape=tuple(positions) + (features, batch))
     grid = hlo("reshape", tensor_type(grid_aval), stacked)
