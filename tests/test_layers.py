@@ -160,7 +160,7 @@ def test_a_new_elementwise_function_is_its_declaration_and_rules_in_one_place():
 # -- one primitive, one file ------------------------------------------------------------------------
 
 RULE_TABLES = ("abstract_eval_rules", "lowering_rules", "jvp_rules", "transpose_rules",
-               "batching_rules")
+               "batching_rules", "EAGER_RULES", "DYNAMIC_PARAMS")
 RULE_DECLARERS = ("defjvp", "defjvp_zero", "deflinear")
 # Rules a family adds to another's primitive, with the reason: dynamic_slice and
 # dynamic_update_slice with a start index per example batch into a gather and a scatter.
@@ -235,4 +235,6 @@ def test_each_primitive_has_its_rules_in_one_file():
     assert files["add_p"] == files["select_p"] == files["eq_p"] == {"arithmetic"}   # (eq: loops)
     assert files["pad_p"] == {"shapes"} and files["reduce_sum_p"] == {"reductions"}
     assert files["dot_general_p"] == {"dot_general"}
+    from pyree.transpiler import eager
+    assert eager.EAGER_RULES[P.reduce_sum_p].__module__.endswith(".reductions")
     assert core <= set(files), core - set(files)   # (every core primitive has its family)

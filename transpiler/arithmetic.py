@@ -19,7 +19,8 @@ from them; the elementwise ones are declared there with their one-line shape rul
   bitwise operations and comparisons have zero derivatives; ``max``/``min`` split a tie's
   tangent in halves, as JAX does.
 * **Batching, partitioning and eager mode**: as for every member of ``primitives.ELEMENTWISE``
-  (one rule each, in batching.py and partition.py; eager mode runs them on flat views).
+  (one rule each, in batching.py and partition.py; eager mode runs them on flat views); a
+  conversion that changes only the weak type is a view.
 
 Example::
 
@@ -35,6 +36,7 @@ from . import primitives as P
 from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules
 from .ad_rules import (add, aval, const, convert, defjvp, defjvp_zero, div, full_like,
                        match_shape, mul, neg, select, sum_to)
+from .eager import EAGER_RULES, view
 from .ir import ShapedArray
 from .lower import (RuleContext, _compare, _splat, broadcast_to_result, division_rule, hlo,
                     lowering_rules, tensor_type, unary_op_rule)
@@ -332,3 +334,14 @@ transpose_rules[P.div_p] = _t_div
 transpose_rules[P.neg_p] = _t_neg
 transpose_rules[P.select_p] = _t_select
 transpose_rules[P.convert_element_type_p] = _t_convert
+
+
+# -- eager mode -----------------------------------------------------------------------------------
+
+def _convert_eager(arrays, avals_in, avals_out, params):
+    if avals_in[0].dtype != avals_out[0].dtype:
+        return None   # (run flat, as every elementwise primitive)
+    return [view(arrays[0], avals_out[0])]   # (a change of weak type only)
+
+
+EAGER_RULES[P.convert_element_type_p] = _convert_eager

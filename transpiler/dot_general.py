@@ -15,6 +15,8 @@ transposes of other contractions build with it.
   operand is a product of the cotangent with the other, its dimensions put back in order.
 * **Batching**: a batched operand's axis becomes a batch dimension (both batched) or a free
   dimension (one batched); a batched matrix-vector product is bound as vector-matrix.
+* **Eager mode**: every product runs as one batched-matmul kernel on views of its operands
+  (transposed first where their dimensions are out of order).
 
 Example::
 
@@ -27,11 +29,15 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from pyree.dtypes import bfloat16
+from pyree.runtime.array import Array
+
 from . import cuda_gemm
 from . import primitives as P
 from .ad import Zero, add_tangents, is_undefined, jvp_rules, transpose_rules
 from .ad_rules import aval, convert
 from .batching import batching_rules, example_axes
+from .eager import EAGER_RULES, apply_unchecked, view
 from .ir import ShapedArray
 from .lower import (_LOOP_OPS, GPU_PLAIN_FLOAT32_MACS, RuleContext, _bf16_split_product,
                     _broadcasts_computed, _data_tiling_pays, _free_size, _splat, _splits_float32,
@@ -399,3 +405,57 @@ def _dot(lhs, rhs, dimension_numbers, **params):
 
 
 batching_rules[P.dot_general_p] = _dot_general_batching
+
+
+# -- eager mode -----------------------------------------------------------------------------------
+
+_BATCHED_MATMUL = (((2,), (1,)), ((0,), (0,)))
+
+
+def _as_batched_matmul(arrays: list, out_aval: ShapedArray, params: dict) -> Array:
+    """dot_general as a batched matmul (B, M, K) x (B, K, N) on views of the operands.
+
+    On unknown shapes IREE cannot compile most other forms (vector operands, several or no
+    contracting dimensions: it would reshape them with stablehlo.dynamic_reshape); here every
+    form becomes one kernel per dtype, plus transposes when dimensions are out of order."""
+    lhs, rhs = arrays
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    lf = tuple(i for i in range(lhs.ndim) if i not in lc and i not in lb)
+    rf = tuple(i for i in range(rhs.ndim) if i not in rc and i not in rb)
+    lhs = _transposed(lhs, tuple(lb) + lf + tuple(lc))
+    rhs = _transposed(rhs, tuple(rb) + tuple(rc) + rf)
+
+    def size(shape, start, stop):
+        return math.prod(shape[start:stop])
+    nb, nlf, nc = len(lb), len(lf), len(lc)
+    b, m, k = size(lhs.shape, 0, nb), size(lhs.shape, nb, nb + nlf), size(lhs.shape, nb + nlf, None)
+    n = size(rhs.shape, nb + nc, None)
+    lhs = view(lhs, lhs.aval.update(shape=(b, m, k)))
+    rhs = view(rhs, rhs.aval.update(shape=(b, k, n)))
+    if lhs._device.platform == "cpu" and bfloat16 in (lhs.dtype, rhs.dtype):
+        # bf16 operands widened by kernels of their own: fused into the matmul, the widening
+        # made a 512x512 bf16 product take 357 ms on this CPU (lower.apply_rule's note).
+        lhs, rhs = [apply_unchecked(P.convert_element_type_p, [x], dict(
+            new_dtype=np.dtype(np.float32), weak_type=False))[0] if x.dtype == bfloat16 else x
+            for x in (lhs, rhs)]
+    out = apply_unchecked(P.dot_general_p, [lhs, rhs],
+                          dict(params, dimension_numbers=_BATCHED_MATMUL))[0]
+    if out.dtype != out_aval.dtype:   # (widened above: round to the result's dtype once)
+        out = apply_unchecked(P.convert_element_type_p, [out], dict(
+            new_dtype=out_aval.dtype, weak_type=out_aval.weak_type))[0]
+    return view(out, out_aval)
+
+
+def _transposed(x: Array, permutation: tuple) -> Array:
+    if permutation == tuple(range(len(permutation))):
+        return x
+    return apply_unchecked(P.transpose_p, [x], {"permutation": permutation})[0]
+
+
+def _dot_general_eager(arrays, avals_in, avals_out, params):
+    if params["dimension_numbers"] == _BATCHED_MATMUL:
+        return None   # (the kernel's own form)
+    return [_as_batched_matmul(arrays, avals_out[0], params)]
+
+
+EAGER_RULES[P.dot_general_p] = _dot_general_eager

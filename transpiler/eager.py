@@ -4,16 +4,15 @@ IREE's fixed compile cost (~0.3 s a module) must not be paid per shape, so each 
 compiled once per (dtypes, ranks, structural params) into a module whose tensors have unknown
 dimensions; params that depend on the shape (a slice's bounds, a broadcast's target shape)
 become i64 arguments. Elementwise operations are flattened to rank 1 first, so one kernel serves
-every rank. Reshapes are free: a new view of the same buffer.
+every rank. Reshapes are free: a new view of the same buffer. A primitive that runs better
+otherwise has an eager rule, registered by its family (``EAGER_RULES``: a long sum in blocks,
+a concatenation of many operands in groups, a contraction as a batched matmul, ...).
 """
 from __future__ import annotations
 
-import math
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
-
-from pyree.dtypes import bfloat16
 
 from pyree.runtime import compile as rcompile
 from pyree.runtime.array import Array, device_put_numpy
@@ -24,19 +23,13 @@ from . import nan_check, trace
 from . import primitives as P
 from .ir import ShapedArray
 from . import eager_warmup
-from .lower import (lower_primitive_dynamic, merged_reduction_axes, sum_block,
-                    takes_caller_storage)
+from .lower import lower_primitive_dynamic, takes_caller_storage
 from .trace import TypedScalar, abstract_eval, canonicalize_array, effectful_primitives, get_aval
 from .source import user_loc, where
 
-# Params that vary with the shape: passed to the kernel as i64 arguments, not compiled in.
-DYNAMIC_PARAMS: dict[Any, tuple[str, ...]] = {
-    P.broadcast_in_dim_p: ("shape",),
-    P.iota_p: ("shape",),
-    P.slice_p: ("start_indices", "limit_indices"),
-    P.pad_p: ("padding_config",),
-    P.dynamic_slice_p: ("slice_sizes",),
-}
+# Params that vary with the shape: passed to the kernel as i64 arguments, not compiled in
+# (primitive -> their names; the families register theirs, e.g. shapes.py for slice's).
+DYNAMIC_PARAMS: dict[Any, tuple[str, ...]] = {}
 
 
 def _flat_ints(value) -> list[int]:
@@ -201,14 +194,6 @@ def operands_device(args: Sequence[Any]) -> Optional[Device]:
     return None if device is default_device() else device
 
 
-CONCAT_GROUP = 8  # operands one eager concatenation kernel joins at most
-# On Vulkan, two: IREE 3.13's eager (unknown-shape) concatenation of three or more operands
-# read the third and later operands from the second's buffer (concatenate([x, y, z], 1) gave
-# x, y, then y's rows shifted by one and zeros, on Mesa's lavapipe; two operands were right,
-# and so were the jitted, static-shape forms, and eager selects and clamps of three operands).
-VULKAN_CONCAT_GROUP = 2
-
-
 def apply(primitive, args: Sequence[Any], params: dict) -> list[Array]:
     """Run ``primitive`` on concrete operands now; returns its outputs as Arrays."""
     outs = apply_unchecked(primitive, args, params)
@@ -240,13 +225,10 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
         target = arrays[0]._device if arrays else default_device()
         return [device_put_numpy(np.zeros(a.shape, a.dtype), target, a.weak_type)
                 for a in avals_out]
-    if primitive is P.dynamic_update_slice_p and avals_in[1].size == 0:
-        # Writing nothing leaves the operand (Arrays are immutable); the kernel would run with
-        # no workgroups (CUDA_ERROR_INVALID_VALUE, and IREE's CUDA device is lost after it).
-        return [view(arrays[0], avals_out[0])]
+    rule = EAGER_RULES.get(primitive)
     if (arrays and (arrays[0]._device.platform != "cpu" or STATIC_EMPTY_OPERANDS_ON_CPU)
             and any(a.size == 0 for a in avals_in) and primitive not in effectful_primitives
-            and primitive not in BRANCH_PRIMITIVES and primitive is not P.concatenate_p):
+            and primitive not in BRANCH_PRIMITIVES and primitive not in EMPTY_OPERANDS_HANDLED):
         # An empty operand of a non-empty result (a pad of a (0, 3) array, nonzero of an empty
         # one with a size): its part of a kernel of unknown shapes is launched with no
         # workgroups (the CUDA device was lost so on an H200, 2026-11-28). Compiled for these
@@ -261,50 +243,24 @@ def apply_unchecked(primitive, args: Sequence[Any], params: dict) -> list[Array]
         return _apply_static(primitive, arrays, avals_out, params)
     if primitive in PASS_THROUGH_PRIMITIVES:
         return [arrays[0]]
-    if primitive is P.reshape_p:
-        return [view(arrays[0], avals_out[0])]
-    if primitive is P.convert_element_type_p and avals_in[0].dtype == avals_out[0].dtype:
-        return [view(arrays[0], avals_out[0])]
-    if primitive is P.broadcast_in_dim_p:
-        if avals_in[0].shape == avals_out[0].shape:
-            return [view(arrays[0], avals_out[0])]
-        arrays, params = _squeeze_expanding(arrays[0], params)
-        avals_in = [a.aval for a in arrays]
-
+    if rule is not None:
+        outs = rule(arrays, avals_in, avals_out, params)
+        if outs is not None:
+            return outs
     if primitive in P.ELEMENTWISE:
         return _apply_elementwise(primitive, arrays, avals_in, avals_out, params)
-    if primitive is P.reduce_sum_p and avals_in[0].dtype in _BLOCK_SUMMED:
-        blocked = _blocked_sum(arrays[0], params["axes"])
-        if blocked is not None:
-            return [blocked]
-    if primitive is P.concatenate_p and any(a.size == 0 for a in arrays):
-        # Empty operands add nothing, and their copies would be launched with no workgroups.
-        kept = [a for a in arrays if a.size]
-        if len(kept) == 1:
-            return [view(kept[0], avals_out[0])]
-        return apply_unchecked(primitive, kept, params)
-    group = (VULKAN_CONCAT_GROUP if arrays and arrays[0]._device.platform == "vulkan"
-             else CONCAT_GROUP)
-    if primitive is P.concatenate_p and len(arrays) > group:
-        # One kernel binds every operand, and IREE's runtime refuses dispatches of more than
-        # 32 buffers (see shapes.py's concatenate lowering): join the operands a group at a time.
-        groups = [arrays[i:i + group] for i in range(0, len(arrays), group)]
-        joined = [g[0] if len(g) == 1 else apply_unchecked(primitive, g, params)[0]
-                  for g in groups]
-        return apply_unchecked(primitive, joined, params)
-    if primitive is P.dot_general_p and params["dimension_numbers"] != _BATCHED_MATMUL:
-        return [_dot_general(arrays, avals_out[0], params)]
-
-    return _apply_kernel(primitive, arrays, avals_in, avals_out, params)
+    return apply_kernel(primitive, arrays, avals_in, avals_out, params)
 
 
 # (the evaluator debug_nans' search re-runs equations with, one by one)
 nan_check.apply_unchecked = apply_unchecked
 
 
-def _apply_kernel(primitive, arrays: list, avals_in: list, avals_out: list,
+def apply_kernel(primitive, arrays: list, avals_in: list, avals_out: list,
                   params: dict) -> list[Array]:
-    """``primitive`` run by its shape-polymorphic kernel, as it is."""
+    """``primitive`` run by its shape-polymorphic kernel, as it is (no eager rule).
+
+    Example: ``apply_kernel(P.reduce_sum_p, [x], [x.aval], [out_aval], {"axes": (0,)})``"""
     names = DYNAMIC_PARAMS.get(primitive, ())
     dyn_counts, ints = {}, []
     for name in names:
@@ -331,6 +287,12 @@ BRANCH_PRIMITIVES: dict[Any, Any] = {}
 # Primitives compiled per shape only for some operands: primitive -> predicate(avals, params)
 # (a sort is quadratic in a shape-polymorphic kernel; per shape it can be a sorting network).
 STATIC_SHAPE_WHEN: dict[Any, Any] = {}
+# A primitive's own way to run eagerly: rule(arrays, avals_in, avals_out, params) -> its results,
+# or None for its kernel (a reshape is a view of its operand; a long sum runs in blocks).
+EAGER_RULES: dict[Any, Callable] = {}
+# Primitives whose eager rule handles empty operands itself: they skip the static-shape path
+# that apply_unchecked takes for empty operands on GPUs.
+EMPTY_OPERANDS_HANDLED: set = set()
 _static_by_signature: dict[tuple, Executable] = {}
 _static_programs: dict[tuple, Executable] = {}
 
@@ -411,105 +373,3 @@ def _apply_elementwise(primitive, arrays, avals_in, avals_out, params) -> list[A
     return results
 
 
-_BATCHED_MATMUL = (((2,), (1,)), ((0,), (0,)))
-
-
-def _dot_general(arrays: list, out_aval: ShapedArray, params: dict) -> Array:
-    """dot_general as a batched matmul (B, M, K) x (B, K, N) on views of the operands.
-
-    On unknown shapes IREE cannot compile most other forms (vector operands, several or no
-    contracting dimensions: it would reshape them with stablehlo.dynamic_reshape); here every
-    form becomes one kernel per dtype, plus transposes when dimensions are out of order."""
-    lhs, rhs = arrays
-    (lc, rc), (lb, rb) = params["dimension_numbers"]
-    lf = tuple(i for i in range(lhs.ndim) if i not in lc and i not in lb)
-    rf = tuple(i for i in range(rhs.ndim) if i not in rc and i not in rb)
-    lhs = _transposed(lhs, tuple(lb) + lf + tuple(lc))
-    rhs = _transposed(rhs, tuple(rb) + tuple(rc) + rf)
-
-    def size(shape, start, stop):
-        return math.prod(shape[start:stop])
-    nb, nlf, nc = len(lb), len(lf), len(lc)
-    b, m, k = size(lhs.shape, 0, nb), size(lhs.shape, nb, nb + nlf), size(lhs.shape, nb + nlf, None)
-    n = size(rhs.shape, nb + nc, None)
-    lhs = view(lhs, lhs.aval.update(shape=(b, m, k)))
-    rhs = view(rhs, rhs.aval.update(shape=(b, k, n)))
-    if lhs._device.platform == "cpu" and bfloat16 in (lhs.dtype, rhs.dtype):
-        # bf16 operands widened by kernels of their own: fused into the matmul, the widening
-        # made a 512x512 bf16 product take 357 ms on this CPU (lower.apply_rule's note).
-        lhs, rhs = [apply_unchecked(P.convert_element_type_p, [x], dict(
-            new_dtype=np.dtype(np.float32), weak_type=False))[0] if x.dtype == bfloat16 else x
-            for x in (lhs, rhs)]
-    out = apply_unchecked(P.dot_general_p, [lhs, rhs],
-                          dict(params, dimension_numbers=_BATCHED_MATMUL))[0]
-    if out.dtype != out_aval.dtype:   # (widened above: round to the result's dtype once)
-        out = apply_unchecked(P.convert_element_type_p, [out], dict(
-            new_dtype=out_aval.dtype, weak_type=out_aval.weak_type))[0]
-    return view(out, out_aval)
-
-
-_BLOCK_SUMMED = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
-                                                np.complex128))
-
-
-def _blocked_sum(x: Array, axes: tuple) -> Optional[Array]:
-    """A float sum over a long axis in two kernels, blocks first, as jitted sums are summed
-    (lower.sum_block): one kernel of unknown shapes accumulates the axis serially, and a mean
-    over 10,000 rows was 10x less accurate eagerly than under jit. None if no axis is long."""
-    merged_shape, merged_axes = merged_reduction_axes(x.shape, tuple(axes))
-    if merged_shape != x.shape:
-        x, axes = view(x, x.aval.update(shape=merged_shape)), merged_axes
-    for axis in axes:
-        block = sum_block(x.shape[axis], axis == x.ndim - 1)
-        if block is not None:
-            split = view(x, x.aval.update(
-                shape=x.shape[:axis] + (x.shape[axis] // block, block) + x.shape[axis + 1:]))
-            # Each block summed by one kernel, not blocked again, as under jit: a sum over
-            # 10,000 rows took 5 kernels instead of 2 (alternating, 300 calls each: 247-320 us
-            # against 199-237 us); the accuracy stayed at 1-2e-7 relative.
-            # Either stage may come first: both sum about sqrt(n) terms per output.
-            partial = _plain_sum(split, (axis,) if _strided_first(split.aval, axis) else
-                                 (axis + 1,))
-            total = _blocked_sum(partial, axes)
-            return total if total is not None else _plain_sum(partial, axes)
-    return None
-
-
-def _strided_first(split: ShapedArray, axis: int) -> bool:
-    """Whether a blocked sum over ``split``'s axes (axis, axis + 1) should sum the strided
-    stage (``axis``, every block's i-th value) first rather than each contiguous block.
-
-    IREE's kernel of unknown shapes sums a middle axis slowly when the rows after it are short
-    and not a whole number of 64-byte vectors (each (m, n) over axis 0, 10 x 200 x 3 runs, us,
-    contiguous blocks first -> strided first): (10000, 10) 100 -> 18, (100000, 3) 661 -> 121,
-    (16384, 4) 154 -> 23, (10000, 17) 123 -> 32, (10000, 100) 281 -> 221; but (16384, 16) 101
-    -> 158, (4096, 64) 117 -> 177, (1000, 1000) 168 -> 212, and along the last axis neither
-    order won throughout."""
-    if axis + 2 == split.ndim:
-        return False
-    inner = math.prod(split.shape[axis + 2:])
-    per_vector = max(1, 64 // split.dtype.itemsize)
-    return inner < 128 and inner % per_vector != 0
-
-
-def _plain_sum(x: Array, axes: tuple) -> Array:
-    """A float sum over ``axes`` in one kernel."""
-    out = x.aval.update(shape=tuple(d for i, d in enumerate(x.shape) if i not in axes))
-    return _apply_kernel(P.reduce_sum_p, [x], [x.aval], [out], {"axes": tuple(axes)})[0]
-
-
-def _transposed(x: Array, permutation: tuple) -> Array:
-    if permutation == tuple(range(len(permutation))):
-        return x
-    return apply_unchecked(P.transpose_p, [x], {"permutation": permutation})[0]
-
-
-def _squeeze_expanding(x: Array, params: dict) -> tuple[list[Array], dict]:
-    """Drop the size-1 input dimensions of a broadcast, so that every remaining dimension keeps
-    its size (IREE needs to know, for unknown dimensions, which ones expand)."""
-    shape, dims = params["shape"], params["broadcast_dimensions"]
-    keep = [i for i, d in enumerate(dims) if not (x.aval.shape[i] == 1 and shape[d] != 1)]
-    if len(keep) == x.aval.ndim:
-        return [x], params
-    squeezed = view(x, x.aval.update(shape=tuple(x.aval.shape[i] for i in keep)))
-    return [squeezed], dict(params, broadcast_dimensions=tuple(dims[i] for i in keep))

@@ -17,6 +17,10 @@ them; their rules are here.
   parameters shifted by one; a padding value per example pads with zeros and selects. (The
   batching of ``dynamic_slice``/``dynamic_update_slice`` with per-example starts is a gather
   or a scatter: gather_scatter.py.)
+* **Eager mode**: one kernel per rank serves every shape (the shape-valued params are its
+  arguments); a reshape is a view, a broadcast drops its size-1 operand dimensions first,
+  writing an empty update returns the operand, a concatenation skips empty operands and joins
+  many operands a group at a time.
 
 Example::
 
@@ -30,14 +34,18 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from pyree.runtime.array import Array
+
 from . import primitives as P
 from .ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules, zeros
 from .ad_rules import aval, const, deflinear, defjvp_zero, sub
-from .batching import (batching_rules, example_axes, moveaxis, to_front, with_weak_type)
+from .batching import batching_rules, example_axes, moveaxis, to_front, with_weak_type
+from .eager import (DYNAMIC_PARAMS, EAGER_RULES, EMPTY_OPERANDS_HANDLED, apply_kernel,
+                    apply_unchecked, view)
 from .ir import ShapedArray
-from .lower import (RuleContext, _from_data_tiled_product, _splat, arith, bitcast_to, dim_i64,
-                    fusion_barrier, hlo, i64_array, i64_attr, i64_constant, index_constant,
-                    lowering_rules, mlir, op, shape_tensor, signless, _concatenate)
+from .lower import (RuleContext, _concatenate, _from_data_tiled_product, _splat, arith,
+                    bitcast_to, dim_i64, fusion_barrier, hlo, i64_array, i64_attr, i64_constant,
+                    index_constant, lowering_rules, mlir, op, shape_tensor, signless)
 from .trace import TypedScalar, abstract_eval_rules, get_aval
 
 _F64 = np.dtype(np.float64)
@@ -712,3 +720,84 @@ batching_rules.update({
     P.pad_p: _pad_batching,
     P.concatenate_p: _concatenate_batching,
 })
+
+
+# -- eager mode -----------------------------------------------------------------------------------
+
+# Shape-valued params reach eager kernels as arguments (one kernel serves every shape).
+DYNAMIC_PARAMS.update({
+    P.broadcast_in_dim_p: ("shape",),
+    P.iota_p: ("shape",),
+    P.slice_p: ("start_indices", "limit_indices"),
+    P.pad_p: ("padding_config",),
+    P.dynamic_slice_p: ("slice_sizes",),
+})
+
+
+def _reshape_eager(arrays, avals_in, avals_out, params):
+    return [view(arrays[0], avals_out[0])]   # (the same buffer: Arrays are immutable)
+
+
+def _squeeze_expanding(x: Array, params: dict) -> tuple[list[Array], dict]:
+    """Drop the size-1 input dimensions of a broadcast, so that every remaining dimension keeps
+    its size (IREE needs to know, for unknown dimensions, which ones expand)."""
+    shape, dims = params["shape"], params["broadcast_dimensions"]
+    keep = [i for i, d in enumerate(dims) if not (x.aval.shape[i] == 1 and shape[d] != 1)]
+    if len(keep) == x.aval.ndim:
+        return [x], params
+    squeezed = view(x, x.aval.update(shape=tuple(x.aval.shape[i] for i in keep)))
+    return [squeezed], dict(params, broadcast_dimensions=tuple(dims[i] for i in keep))
+
+
+def _broadcast_in_dim_eager(arrays, avals_in, avals_out, params):
+    if avals_in[0].shape == avals_out[0].shape:
+        return [view(arrays[0], avals_out[0])]
+    arrays, params = _squeeze_expanding(arrays[0], params)
+    return apply_kernel(P.broadcast_in_dim_p, arrays, [a.aval for a in arrays], avals_out,
+                        params)
+
+
+def _dynamic_update_slice_eager(arrays, avals_in, avals_out, params):
+    if avals_in[1].size:
+        return None
+    # Writing nothing leaves the operand (Arrays are immutable); the kernel would run with
+    # no workgroups (CUDA_ERROR_INVALID_VALUE, and IREE's CUDA device is lost after it).
+    return [view(arrays[0], avals_out[0])]
+
+
+CONCAT_GROUP = 8  # operands one eager concatenation kernel joins at most
+
+
+# On Vulkan, two: IREE 3.13's eager (unknown-shape) concatenation of three or more operands
+# read the third and later operands from the second's buffer (concatenate([x, y, z], 1) gave
+# x, y, then y's rows shifted by one and zeros, on Mesa's lavapipe; two operands were right,
+# and so were the jitted, static-shape forms, and eager selects and clamps of three operands).
+VULKAN_CONCAT_GROUP = 2
+
+
+def _concatenate_eager(arrays, avals_in, avals_out, params):
+    if any(a.size == 0 for a in arrays):
+        # Empty operands add nothing, and their copies would be launched with no workgroups.
+        kept = [a for a in arrays if a.size]
+        if len(kept) == 1:
+            return [view(kept[0], avals_out[0])]
+        return apply_unchecked(P.concatenate_p, kept, params)
+    group = (VULKAN_CONCAT_GROUP if arrays and arrays[0]._device.platform == "vulkan"
+             else CONCAT_GROUP)
+    if len(arrays) <= group:
+        return None
+    # One kernel binds every operand, and IREE's runtime refuses dispatches of more than 32
+    # buffers (see the concatenate lowering above): join the operands a group at a time.
+    groups = [arrays[i:i + group] for i in range(0, len(arrays), group)]
+    joined = [g[0] if len(g) == 1 else apply_unchecked(P.concatenate_p, g, params)[0]
+              for g in groups]
+    return apply_unchecked(P.concatenate_p, joined, params)
+
+
+EAGER_RULES.update({
+    P.reshape_p: _reshape_eager,
+    P.broadcast_in_dim_p: _broadcast_in_dim_eager,
+    P.dynamic_update_slice_p: _dynamic_update_slice_eager,
+    P.concatenate_p: _concatenate_eager,
+})
+EMPTY_OPERANDS_HANDLED.update({P.concatenate_p, P.dynamic_update_slice_p})
