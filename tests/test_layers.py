@@ -77,6 +77,16 @@ def test_the_backend_imports_no_family_and_no_front_end(module):
     assert not wrong, wrong
 
 
+# pmap's interpreter sits on the backend (its transfers are lowered), below the families, which
+# register their rules in it as they do batching rules.
+MULTI_DEVICE = ("spmd",)
+
+
+def test_the_spmd_interpreter_imports_no_family():
+    wrong = _imports_above("spmd", CORE + INTERPRETERS + BACKEND + MULTI_DEVICE, LEAVES)
+    assert not wrong, wrong
+
+
 FRONT_END = ("convert", "operators")
 
 
@@ -167,7 +177,8 @@ RULE_DECLARERS = ("defjvp", "defjvp_zero", "deflinear")
 ADDED_ELSEWHERE = {("gather_scatter", "batching_rules", "dynamic_slice_p"),
                    ("gather_scatter", "batching_rules", "dynamic_update_slice_p")}
 # A family in several files: control flow (its derivatives and batching are long enough).
-FAMILY_FILES = {"control_flow_ad": "control_flow", "control_flow_batching": "control_flow"}
+FAMILY_FILES = {"control_flow_ad": "control_flow", "control_flow_batching": "control_flow",
+                "control_flow_spmd": "control_flow"}
 
 
 def _primitive_names(node: ast.AST, tables: dict) -> set:
@@ -238,3 +249,27 @@ def test_each_primitive_has_its_rules_in_one_file():
     from pyree.transpiler import eager
     assert eager.EAGER_RULES[P.reduce_sum_p].__module__.endswith(".reductions")
     assert core <= set(files), core - set(files)   # (every core primitive has its family)
+
+
+def test_the_transpiler_has_no_import_cycle():
+    # (Imports inside functions count: a cycle is a cycle whenever it closes.)
+    graph = {path.stem: {name.split(".")[-1] if name.startswith("pyree.transpiler.") else name
+                         for name, _ in _imports(path.stem)}
+             for path in TRANSPILER.glob("*.py")}
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    seen, on_path = set(), []
+
+    def visit(module):
+        if module in on_path:
+            cycle = on_path[on_path.index(module):] + [module]
+            raise AssertionError(" -> ".join(cycle))
+        if module in seen:
+            return
+        on_path.append(module)
+        for dep in sorted(graph[module]):
+            visit(dep)
+        on_path.pop()
+        seen.add(module)
+
+    for module in sorted(graph):
+        visit(module)

@@ -1,10 +1,8 @@
 """pyree's transpiler: Python source -> IR -> MLIR.
 
-Its modules, grouped by layer from the core up. The core, the interpreters and the backend's
-machinery import nothing from the layers above them, and nothing below the front end imports it
-(tests/test_layers.py); the families and the programs (jit and the multi-device interpreters
-spmd and partition, which hold rules per primitive and build on the families) still import one
-another. What a layer needs from above is installed as a hook (``trace.hooks``: ``eager`` runs
+Its modules, grouped by layer from the core up. Each layer imports nothing from the layers
+above it, nothing below the front end imports it, and no import closes a cycle
+(tests/test_layers.py). What a layer needs from above is installed as a hook (``trace.hooks``: ``eager`` runs
 a primitive bound outside any trace; ``convert`` explains why a function was not converted and
 converts one; ``nan_check.apply_unchecked``) or registered by the module that defines it (the
 rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``, ``eager.BRANCH_PRIMITIVES``,
@@ -19,17 +17,18 @@ rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``, ``eager.BRANC
 * backend machinery: ``lower`` (IR -> MLIR), ``eager`` (primitives run outside ``jit``) and
   ``eager_warmup``, ``cuda_gemm`` (pyree's CUDA kernels; ``build_cuda_kernels`` builds their
   PTX); numerics the lowering rules build on: ``float32_math``, ``float64_math``.
+* multi-device: ``spmd`` (``pmap``'s interpreter; the families register their rules in it,
+  as they do batching rules).
 * primitive families, each with all of its rules: ``arithmetic`` (the core's arithmetic,
   comparisons, ``select`` and conversions), ``shapes``, ``reductions``, ``dot_general``,
   ``math_functions`` (exp, sin, pow, ...: the elementwise functions beyond the core's
-  arithmetic), ``control_flow`` with
-  ``control_flow_ad`` and ``control_flow_batching`` (``cond``/``while``/``scan``) and the
-  rewrites of loops before lowering (``loop_rotation``, ``loop_hoisting``),
+  arithmetic), ``control_flow`` with ``control_flow_ad``, ``control_flow_batching`` and
+  ``control_flow_spmd`` (``cond``/``while``/``scan``) and the rewrites of loops before
+  lowering (``loop_rotation``, ``loop_hoisting``),
   ``gather_scatter``, ``sorting``, ``windows`` (convolution), ``collectives``,
   ``custom_derivatives``, ``linear_solve``, ``host_callbacks``, ``checks`` (``print``,
   ``assert``), ``special``, ``igamma``.
-* programs: ``jit``, and the multi-device programs ``spmd`` (``pmap``) and ``partition``
-  (``jit`` over a mesh).
+* programs: ``jit`` and ``partition`` (``jit`` over a mesh).
 * front end: ``convert`` (the AST rewrite of Python control flow) and ``operators`` (what
   converted code calls). Nothing below imports it: jit and the custom derivative rules get the
   user's function converted through ``trace.hooks.converted``.
@@ -45,7 +44,7 @@ __all__ = ["converted_source"]
 # Modules that only register (a family's rules, a rewrite before lowering) and that no module
 # imports them for: importing the transpiler registers them.
 for _family in ("arithmetic", "shapes", "reductions", "dot_general", "control_flow",
-                "control_flow_ad", "control_flow_batching", "loop_hoisting",
+                "control_flow_ad", "control_flow_batching", "control_flow_spmd", "loop_hoisting",
                 "loop_rotation", "ad_rules", "custom_derivatives", "gather_scatter",
                 "host_callbacks"):
     importlib.import_module(f".{_family}", __name__)

@@ -22,7 +22,7 @@ from .control_flow import cond_p, region_with_extra_inputs, scan_p, while_p
 from .ir import ShapedArray, closed_to_region
 from .source import SourceLoc, user_loc
 from .trace import (IRBuilder, Tracer, TypedScalar, current_builder, get_aval, has_effects,
-                    trace_region, tracing)
+                    hooks, trace_region, tracing)
 
 
 class ConversionError(Exception):
@@ -944,5 +944,4 @@ def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
             return builtins.print(*args, **kwargs)
         from .checks import traced_print
         return traced_print(*args, **kwargs)
-    from .convert import converted
-    return converted(fn)(*args, **kwargs)
+    return hooks.converted(fn)(*args, **kwargs)   # (convert.converted: no import cycle)
