@@ -1,8 +1,8 @@
-"""Tuning builds of pyree's CUDA GEMM kernels side by side (transpiler/cuda_gemm.py, VARIANTS):
-each build times the same products and a convolution in a process of its own
+"""Tuning builds of pyree's CUDA GEMM kernels side by side (transpiler/backend/cuda_gemm.py,
+VARIANTS): each build times the same products and a convolution in a process of its own
 (PYREE_CUDA_GEMM_PTX), checks its values against JAX's, and prints TFLOP/s; JAX's times once.
 
-    python -m pyree.transpiler.build_cuda_kernels pad benchmarks/gemm_variants/pad.json.gz
+    python -m pyree.transpiler.backend.build_cuda_kernels pad benchmarks/gemm_variants/pad.json.gz
     python benchmarks/gpu_gemm_variants.py benchmarks/gemm_variants/*.json.gz
 """
 import os

@@ -9,7 +9,7 @@
 * The same step as one jitted program on one device, for reference.
 * The same step jitted over a batch split by ``NamedSharding(mesh, P("batch"))`` (parameters
   replicated with ``P()``): the computation follows the sharding (JAX's SPMD data
-  parallelism; pyree partitions the whole-array program, transpiler/partition.py).
+  parallelism; pyree partitions the whole-array program, transpiler/programs/partition.py).
 
 Both libraries get two CPU devices from their own option, set before either creates a device:
 ``PYREE_NUM_CPU_DEVICES=2`` and ``XLA_FLAGS=--xla_force_host_platform_device_count=2``. On a

@@ -133,7 +133,7 @@ def bench_norm(rounds: int, eager: bool = False) -> dict:
         # Its mean, std and broadcasting operations compile once hot, in processes of their
         # own (jit.compiled_when_hot): measure after those (JAX's compile at its first call),
         # and keep them from running beside the rows measured next.
-        from pyree.transpiler.jit import HOT_CALLS, finish_hot_compiles
+        from pyree.transpiler.programs.jit import HOT_CALLS, finish_hot_compiles
         for _ in range(3 * HOT_CALLS):
             fp(xp).block_until_ready()
             finish_hot_compiles()
@@ -431,7 +431,7 @@ def first_call(lib: str, env: dict) -> float:
 
 def end_background_warmups(cache: str) -> None:
     """End the eager warm-up a first compile started in the background for ``cache``
-    (transpiler/eager_warmup.py): it outlives the process that started it and, left running
+    (transpiler/backend/eager_warmup.py): it outlives the process that started it and, left running
     into a deleted cache directory, kept both cores busy for minutes, slowing what was
     measured next (NumPy's SELU 5 -> 17 ms). Linux only (it reads /proc)."""
     wanted = f"PYREE_CACHE_DIR={cache}".encode()

@@ -119,7 +119,7 @@ _CPU_BACKEND_FLAG = "--iree-hal-local-target-device-backends=llvm-cpu"
 # busy moment). Rewritten by IREE into im2col + matmul it took 95 ms (JAX 60 ms); NHWC 56 ->
 # 61 ms, about even. Data tiling on top of it gained nothing for these (it does for a kernel
 # gradient's long reduction; and an NCHW result makes IREE's matmul write transposed, which it
-# neither tiles nor vectorizes well: transpiler/windows.py lowers both into the forms that
+# neither tiles nor vectorizes well: transpiler/families/windows.py lowers both into the forms that
 # run fast, NCHW 8x32x64x64 then ~1.3-1.7x JAX instead of 2.2-2.5x). CPU modules with a
 # convolution get it (measured on this 2-core znver3 machine while other work ran: ratios
 # only). A convolution of half-precision operands with a float32 result (the GPU's form, forced

@@ -462,7 +462,7 @@ def _storage_sizes(avals: Sequence[ShapedArray], scratch: int) -> list[int]:
 
 
 # Platforms whose jitted functions without control flow compute into buffers pyree allocates
-# (transpiler/lower.py, _into_caller_storage): on CUDA the function's own queue allocations
+# (transpiler/backend/lower.py, _into_caller_storage): on CUDA the function's own queue allocations
 # made each call wait for the GPU. Tests add "cpu", which runs the same path;
 # PYREE_CALLER_STORAGE_PLATFORMS (comma-separated) sets them for experiments.
 CALLER_STORAGE_PLATFORMS = set(

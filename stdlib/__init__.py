@@ -47,7 +47,7 @@ _ATTRIBUTES = {
     "tree_map": "pyree.tree_util", "tree_flatten": "pyree.tree_util",
     "tree_unflatten": "pyree.tree_util", "tree_leaves": "pyree.tree_util",
     "tree_structure": "pyree.tree_util",
-    "pure_callback": "pyree.transpiler.host_callbacks", "float0": "pyree.dtypes",
+    "pure_callback": "pyree.transpiler.families.host_callbacks", "float0": "pyree.dtypes",
 }
 _SUBMODULES = {"numpy", "lax", "nn", "tree_util", "tree", "errors", "config", "dtypes", "runtime",
                "core", "test_util", "random", "debug", "scipy", "example_libraries", "sharding",

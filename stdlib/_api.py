@@ -15,10 +15,10 @@ from pyree.runtime.array import ShardedArray, Sharding, SingleDeviceSharding
 from pyree.runtime.array import device_put_numpy as _device_put_numpy
 from pyree.runtime.device import Device
 from pyree.sharding import NamedSharding, put_sharded
-from pyree.transpiler.jit import ShapeDtypeStruct, make_ir
-from pyree.transpiler.jit import jit as _jit
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import Tracer, canonicalize_array
+from pyree.transpiler.programs.jit import ShapeDtypeStruct, make_ir
+from pyree.transpiler.programs.jit import jit as _jit
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import Tracer, canonicalize_array
 
 Array = _jnp.ndarray
 live_arrays = _device.live_arrays
@@ -60,7 +60,7 @@ def _is_spec(value: Any) -> bool:
 
 def _tracing() -> bool:
     """Whether a trace is under way (a jitted function called inside another is inlined)."""
-    from pyree.transpiler.trace import current_builder
+    from pyree.transpiler.core.trace import current_builder
     return current_builder() is not None
 
 
@@ -433,7 +433,7 @@ def typeof(x: Any) -> Any:
 
         pyree.typeof(jnp.ones((2, 3)))    # ShapedArray(f32[2,3])
     """
-    from pyree.transpiler.trace import get_aval
+    from pyree.transpiler.core.trace import get_aval
     return get_aval(x)
 
 
@@ -447,7 +447,8 @@ def clear_caches() -> None:
         pyree.clear_caches()
     """
     from pyree.runtime import compile as rcompile
-    from pyree.transpiler import eager, jit as jit_module
+    from pyree.transpiler.backend import eager
+    from pyree.transpiler.programs import jit as jit_module
     with jit_module._caches_lock:
         for per_fun in list(jit_module._caches.values()):
             for cache in per_fun.values():
@@ -570,7 +571,7 @@ def ensure_compile_time_eval() -> Any:
                 n = int(jnp.sum(jnp.arange(4)))     # 6: a Python int while tracing
             return x * n
     """
-    from pyree.transpiler.trace import compile_time_eval
+    from pyree.transpiler.core.trace import compile_time_eval
     return compile_time_eval()
 
 

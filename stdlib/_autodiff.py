@@ -1,4 +1,5 @@
-"""``grad`` and friends, with JAX's signatures, on the IR transformations of transpiler/ad.py.
+"""``grad`` and friends, with JAX's signatures, on the IR transformations of
+transpiler/interpreters/ad.py.
 
 The function is traced to IR (converted by the transpiler, so Python control flow is fine),
 then differentiated symbolically: forward mode by the JVP interpreter, reverse mode by
@@ -15,14 +16,14 @@ import numpy as np
 
 import pyree.numpy  # noqa: F401 (installs the array operators traced functions use)
 from pyree import dtypes, tree_util
-from pyree.transpiler import ad
-from pyree.transpiler.ir import ClosedIR, ShapedArray
-from pyree.transpiler.jit import float0_in_structure
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import TypedScalar, get_aval, read_env, trace_to_ir
+from pyree.transpiler.interpreters import ad
+from pyree.transpiler.core.ir import ClosedIR, ShapedArray
+from pyree.transpiler.programs.jit import float0_in_structure
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import TypedScalar, get_aval, read_env, trace_to_ir
 
 def _converted(fun: Callable) -> Callable:
-    from pyree.transpiler.convert import converted
+    from pyree.transpiler.frontend.convert import converted
     return converted(fun)
 
 
@@ -64,8 +65,8 @@ def _trace(fun: Callable, flat_args: Sequence[Any], in_tree, has_aux: bool = Fal
            ) -> tuple[ClosedIR, Any, Optional[_Aux]]:
     """Trace ``fun`` on the flattened arguments: (IR, output tree, aux). With ``has_aux`` the
     IR's outputs are the main output's leaves followed by the aux's traced leaves."""
-    from pyree.transpiler.convert import converted
-    from pyree.transpiler.trace import Tracer
+    from pyree.transpiler.frontend.convert import converted
+    from pyree.transpiler.core.trace import Tracer
     fn = converted(fun)
     box: dict = {}
 
@@ -588,8 +589,8 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
             g2, consts = pyree.closure_convert(g, 1.0)
             return g2(2.0, *consts)                 # == g(2.0)
     """
-    from pyree.transpiler.trace import Tracer, eval_ir
-    from pyree.transpiler.ir import ClosedIR
+    from pyree.transpiler.core.trace import Tracer, eval_ir
+    from pyree.transpiler.core.ir import ClosedIR
     leaves, in_tree = _flatten_args(example_args, "closure_convert example arguments")
     closed, out_tree, _ = _trace(fun, leaves, in_tree)
     hoisted = [i for i, c in enumerate(closed.consts)

@@ -23,8 +23,8 @@ import operator
 import types
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, Union
 
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import current_builder
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import current_builder
 
 
 def call_traced(fun: Callable, args: tuple, kwargs: dict) -> Any:
@@ -36,7 +36,7 @@ def call_traced(fun: Callable, args: tuple, kwargs: dict) -> Any:
     """
     if current_builder() is None:
         return fun(*args, **kwargs)
-    from pyree.transpiler.convert import converted
+    from pyree.transpiler.frontend.convert import converted
     return converted(fun)(*args, **kwargs)
 
 
@@ -292,10 +292,10 @@ def saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any,
     import inspect
 
     from pyree import tree_util
-    from pyree.transpiler import ad
-    from pyree.transpiler.ir import Var
-    from pyree.transpiler.jit import ShapeDtypeStruct
-    from pyree.transpiler.trace import get_aval
+    from pyree.transpiler.interpreters import ad
+    from pyree.transpiler.core.ir import Var
+    from pyree.transpiler.programs.jit import ShapeDtypeStruct
+    from pyree.transpiler.core.trace import get_aval
 
     from ._autodiff import _flatten_args, _trace
     if kwargs:
@@ -350,6 +350,6 @@ def print_saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> None:
         # f32[4] from the argument x
         # f32[5] output of cos from f.py:1:35 (<lambda>)
     """
-    from pyree.transpiler.ir import ShapedArray
+    from pyree.transpiler.core.ir import ShapedArray
     for shape, text in saved_residuals(fun, *args, **kwargs):
         print(ShapedArray(shape.shape, shape.dtype).str_short(), text)

@@ -17,10 +17,11 @@ import functools
 from typing import Any, Callable, Optional, Sequence
 
 from pyree import tree_util
-from pyree.transpiler.trace import trace_region
-from pyree.transpiler.custom_derivatives import CallInfo, custom_jvp_call_p, custom_vjp_call_p
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import current_builder, get_aval
+from pyree.transpiler.core.trace import trace_region
+from pyree.transpiler.families.custom_derivatives import (CallInfo, custom_jvp_call_p,
+                                                          custom_vjp_call_p)
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import current_builder, get_aval
 
 
 def _split_args(args: tuple, nondiff_argnums: tuple) -> tuple[tuple, tuple]:
@@ -31,7 +32,7 @@ def _split_args(args: tuple, nondiff_argnums: tuple) -> tuple[tuple, tuple]:
 
 
 def _bind_custom(prim, fun: Callable, args: tuple, nondiff_argnums: tuple, rule: Any) -> Any:
-    from pyree.transpiler.convert import converted
+    from pyree.transpiler.frontend.convert import converted
     diff, nondiff = _split_args(args, nondiff_argnums)
     leaves, in_tree = tree_util.tree_flatten(diff)
     avals = [get_aval(x) for x in leaves]
@@ -187,7 +188,7 @@ def stop_gradient(x: Any) -> Any:
 
         y = x * lax.stop_gradient(x)      # dy/dx == x
     """
-    from pyree.transpiler.custom_derivatives import stop_gradient_p
+    from pyree.transpiler.families.custom_derivatives import stop_gradient_p
 
     def stop(leaf: Any) -> Any:
         aval = get_aval(leaf)

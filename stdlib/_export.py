@@ -27,9 +27,9 @@ from pyree.runtime import compile as rcompile
 from pyree.runtime.aval import ShapedArray
 from pyree.runtime.device import Device
 from pyree.runtime.loader import SIGNATURE_KEY, FORMAT_VERSION, decode_tree, seal
-from pyree.transpiler.host_callbacks import uses_host_callbacks
-from pyree.transpiler.jit import JitFunction, ShapeDtypeStruct, estimate_work
-from pyree.transpiler.lower import lower_for_export
+from pyree.transpiler.families.host_callbacks import uses_host_callbacks
+from pyree.transpiler.programs.jit import JitFunction, ShapeDtypeStruct, estimate_work
+from pyree.transpiler.backend.lower import lower_for_export
 
 __all__ = ["export", "export_functions", "parse_spec", "ExportError"]
 

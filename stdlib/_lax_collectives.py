@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from pyree import tree_util
-from pyree.transpiler import batching
-from pyree.transpiler import collectives as _c
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.interpreters import batching
+from pyree.transpiler.families import collectives as _c
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import get_aval
 
 __all__ = ["psum", "pmax", "pmin", "pmean", "axis_index", "all_gather", "ppermute",
            "psum_scatter", "all_to_all"]

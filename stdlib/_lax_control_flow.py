@@ -14,11 +14,12 @@ import numpy as np
 
 from pyree import dtypes, tree_util
 from pyree.runtime.array import Array
-from pyree.transpiler.control_flow import cond_p, region_with_extra_inputs, scan_p, while_p
-from pyree.transpiler.ir import IR, ShapedArray
-from pyree.transpiler.operators import join_avals
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import Tracer, get_aval, trace_region
+from pyree.transpiler.families.control_flow import (cond_p, region_with_extra_inputs, scan_p,
+                                                    while_p)
+from pyree.transpiler.core.ir import IR, ShapedArray
+from pyree.transpiler.frontend.operators import join_avals
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import Tracer, get_aval, trace_region
 
 _MAX_RETRACES = 4
 
@@ -26,7 +27,7 @@ _MAX_RETRACES = 4
 def _convert_fn(fun: Callable) -> Callable:
     """The transpiler's version of ``fun`` (Python control flow on traced values converted)."""
     import pyree.numpy  # noqa: F401 (installs the array operators the traced bodies use)
-    from pyree.transpiler.convert import converted
+    from pyree.transpiler.frontend.convert import converted
     return converted(fun)
 
 

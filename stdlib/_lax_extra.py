@@ -26,8 +26,8 @@ import numpy as np
 
 from pyree import dtypes, tree_util
 from pyree._checkpoint import call_traced
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import TypedScalar, get_aval
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import TypedScalar, get_aval
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -291,8 +291,8 @@ def _known_reduction(computation: Callable, aval) -> Optional[str]:
     """The name of the lax reduction (``reduce_sum``, ...) ``computation`` is, if it is one of
     add, mul, max, min, and, or: named directly, or a function whose trace on two scalars is
     that one operation on its arguments."""
-    from pyree.transpiler import primitives as P
-    from pyree.transpiler.trace import trace_to_ir
+    from pyree.transpiler.core import primitives as P
+    from pyree.transpiler.core.trace import trace_to_ir
     by_prim = {P.add_p: "reduce_sum", P.mul_p: "reduce_prod", P.max_p: "reduce_max",
                P.min_p: "reduce_min", P.and_p: "reduce_and", P.or_p: "reduce_or"}
     scalar = aval.update(shape=(), weak_type=False)
@@ -421,7 +421,7 @@ def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
 
 def _flat_region(fun: Callable, tree: Any, avals: list, what: str) -> tuple:
     """``fun`` (pytree of ``tree`` -> pytree of ``tree``) traced as a region on flat leaves."""
-    from pyree.transpiler.trace import trace_region
+    from pyree.transpiler.core.trace import trace_region
 
     def flat(*xs: Any) -> list:
         out = fun(tree_util.tree_unflatten(tree, list(xs)))
@@ -467,7 +467,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
                                     transpose_solve=lambda vm, r: jnp.linalg.solve(A.T, r))
     """
     from pyree._autodiff import linear_transpose
-    from pyree.transpiler.linear_solve import linear_solve_p
+    from pyree.transpiler.families.linear_solve import linear_solve_p
     b_leaves, tree = tree_util.tree_flatten(b)
     if not b_leaves:
         raise ValueError("custom_linear_solve: b must contain at least one array")

@@ -40,8 +40,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 from pyree import dtypes
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import get_aval
 
 
 def _lax():

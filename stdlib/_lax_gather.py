@@ -13,10 +13,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from pyree.transpiler import gather_scatter as _gs
-from pyree.transpiler.gather_scatter import (GatherDimensionNumbers, GatherScatterMode,
+from pyree.transpiler.families import gather_scatter as _gs
+from pyree.transpiler.families.gather_scatter import (GatherDimensionNumbers, GatherScatterMode,
                                              ScatterDimensionNumbers)
-from pyree.transpiler.trace import Tracer as _Tracer
+from pyree.transpiler.core.trace import Tracer as _Tracer
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
            "scatter_apply", "GatherDimensionNumbers", "ScatterDimensionNumbers",
@@ -135,8 +135,8 @@ def scatter_apply(operand: Any, scatter_indices: Any, func: Any, dimension_numbe
 
     Example: ``lax.scatter_apply(jnp.ones(3), jnp.array([[1]]), jnp.negative, dn)`` is
     ``[1., -1., 1.]`` with ``dn`` as in ``scatter``'s example."""
-    from pyree.transpiler import primitives as P
-    from pyree.transpiler.trace import TypedScalar, get_aval
+    from pyree.transpiler.core import primitives as P
+    from pyree.transpiler.core.trace import TypedScalar, get_aval
     aval = get_aval(operand)
     dn = _gs.scatter_dimension_numbers(dimension_numbers)
     flags = np.dtype(np.bool_)

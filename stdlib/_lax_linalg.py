@@ -152,7 +152,7 @@ def lu(x: Any) -> tuple[Any, Any, Any]:
     global _lu_jit
     _, la, _ = _modules()
     if _lu_jit is None:
-        from pyree.transpiler.jit import jit
+        from pyree.transpiler.programs.jit import jit
         _lu_jit = jit(_lu_entry)
     return _lu_jit(la._matrices("lu", x))
 

@@ -6,10 +6,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from pyree.transpiler import primitives as P
-from pyree.transpiler import sorting
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import TypedScalar, get_aval
+from pyree.transpiler.core import primitives as P
+from pyree.transpiler.families import sorting
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import TypedScalar, get_aval
 
 __all__ = ["sort", "sort_key_val", "top_k"]
 

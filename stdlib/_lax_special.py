@@ -2,12 +2,12 @@
 functions, bit-level operations and complex parts.
 
 The transcendental functions are composed from pyree's primitives (whose float64 lowerings are
-accurate), with formulas chosen to keep float32 and float64 precision: ``log1p``/``expm1``
-forms near zero, ``exp(|x|/2)**2`` instead of ``exp(|x|)/2`` against overflow, exact range
-splits for ``exp2``. ``erf_inv``, ``lgamma``, ``digamma``, ``erfc``, ``population_count``,
-``clz``, the equal-width bit cast and the complex parts are primitives (transpiler/special.py);
-so are the incomplete gamma functions ``igamma``, ``igammac``, ``igamma_grad_a`` and
-``random_gamma_grad`` (transpiler/igamma.py, computed in float64 whatever the operands' dtype).
+accurate), with formulas chosen to keep float32 and float64 precision: ``log1p``/``expm1`` forms
+near zero, ``exp(|x|/2)**2`` instead of ``exp(|x|)/2`` against overflow, exact range splits for
+``exp2``. ``erf_inv``, ``lgamma``, ``digamma``, ``erfc``, ``population_count``, ``clz``, the
+equal-width bit cast and the complex parts are primitives (transpiler/families/special.py); so are
+the incomplete gamma functions ``igamma``, ``igammac``, ``igamma_grad_a`` and ``random_gamma_grad``
+(transpiler/families/igamma.py, computed in float64 whatever the operands' dtype).
 
 Like the rest of ``lax``, these functions do not promote: floating-point functions need
 floating-point operands::
@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from pyree import dtypes
-from pyree.transpiler import math_functions as M
-from pyree.transpiler import primitives as P
-from pyree.transpiler import igamma as IG
-from pyree.transpiler import special as S
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import TypedScalar, get_aval
+from pyree.transpiler.families import math_functions as M
+from pyree.transpiler.core import primitives as P
+from pyree.transpiler.families import igamma as IG
+from pyree.transpiler.families import special as S
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import TypedScalar, get_aval
 
 _PY_SCALARS = (bool, int, float, builtins.complex)
 
@@ -600,7 +600,7 @@ def complex(x: Any, y: Any) -> Any:
     return S.complex_p.bind(x, y)
 
 
-# -- incomplete gamma functions (primitives of transpiler/igamma.py) ----------------------------
+# -- incomplete gamma functions (primitives of transpiler/families/igamma.py) ---------------
 
 def _igamma_operands(name: str, a: Any, x: Any) -> tuple[Any, Any]:
     """``a`` and ``x`` as float arrays of one dtype and shape, under lax's rules: equal dtypes

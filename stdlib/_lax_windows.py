@@ -1,7 +1,7 @@
 """Part of ``pyree.lax``: convolutions, windowed reductions and cumulative reductions.
 
 * ``conv_general_dilated`` (and ``conv``, ``conv_with_general_padding``, ``conv_transpose``)
-  bind the ``conv_general_dilated`` primitive (transpiler/windows.py).
+  bind the ``conv_general_dilated`` primitive (transpiler/families/windows.py).
 * ``reduce_window`` is composed from primitives: the operand is padded with the initial value
   (interior padding for base dilation), and each offset of the window is a strided ``slice``
   combined with the computation. Gradients and vmap come from those primitives' rules, and
@@ -27,18 +27,18 @@ import numpy as np
 
 from pyree import dtypes
 from pyree.runtime.array import Array as _Array
-from pyree.transpiler import primitives as P
-from pyree.transpiler import windows as _w
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import Tracer as _Tracer
+from pyree.transpiler.core import primitives as P
+from pyree.transpiler.families import windows as _w
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import Tracer as _Tracer
 
 
 def _precision_name(precision: Any) -> str:
     from pyree.lax import precision_name   # (lax imports this module at its end)
     return precision_name(precision)
-from pyree.transpiler.trace import TypedScalar as _TypedScalar
-from pyree.transpiler.trace import get_aval
-from pyree.transpiler.windows import ConvDimensionNumbers
+from pyree.transpiler.core.trace import TypedScalar as _TypedScalar
+from pyree.transpiler.core.trace import get_aval
+from pyree.transpiler.families.windows import ConvDimensionNumbers
 
 PaddingLike = Union[str, Sequence[tuple[int, int]]]
 

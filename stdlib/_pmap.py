@@ -1,14 +1,14 @@
 """``pmap`` with JAX's signature: one function run on several devices at once, each on its
 slice of the mapped axis, compiled as ONE IREE multi-device program.
 
-The function is traced once, on one slice's abstract values (converted by the transpiler, so
-Python control flow works as under ``jit``). The program around it (transpiler/spmd.py) takes
-each argument where it lives, cuts the mapped axis into slices and moves slice ``i`` to device
-``i``, runs a copy of the function's IR per device, with collectives (``lax.psum``...) as
-transfers between devices and reductions, and returns each device's results on that device
-and IREE places every operation on the device of its operands and runs the devices
-concurrently. A second small multi-device program then stacks each result's pieces into the
-whole on the first device (``_assembler``, queued behind the first, not waited for).
+The function is traced once, on one slice's abstract values (converted by the transpiler, so Python
+control flow works as under ``jit``). The program around it (transpiler/backend/spmd.py) takes each
+argument where it lives, cuts the mapped axis into slices and moves slice ``i`` to device ``i``,
+runs a copy of the function's IR per device, with collectives (``lax.psum``...) as transfers
+between devices and reductions, and returns each device's results on that device and IREE places
+every operation on the device of its operands and runs the devices concurrently. A second small
+multi-device program then stacks each result's pieces into the whole on the first device
+(``_assembler``, queued behind the first, not waited for).
 """
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ from pyree.runtime import compile as rcompile
 from pyree.runtime.array import Array, PmapSharding, ShardedArray, device_put_numpy
 from pyree.runtime.device import Device, devices as all_devices, multi_device_compile_flags
 from pyree.runtime.executable import MultiDeviceExecutable
-from pyree.transpiler import batching, spmd
-from pyree.transpiler.convert import converted
-from pyree.transpiler.lower import lower_closed_ir
-from pyree.transpiler.source import where
-from pyree.transpiler.ir import ShapedArray
-from pyree.transpiler.trace import Tracer, _state, canonicalize_array, get_aval, trace_to_ir
+from pyree.transpiler.interpreters import batching
+from pyree.transpiler.backend import spmd
+from pyree.transpiler.frontend.convert import converted
+from pyree.transpiler.backend.lower import lower_closed_ir
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.ir import ShapedArray
+from pyree.transpiler.core.trace import Tracer, _state, canonicalize_array, get_aval, trace_to_ir
 
 from ._vmap import _axes_for_leaves, _check_axes, _leaf_names
 
@@ -161,7 +162,7 @@ class PmapFunction:
         dims, size = self._mapped_size(leaves, dims, names)
         devs = self._devices_for(size)
         inputs, arrays = self._inputs(leaves, dims, devs)
-        from pyree.transpiler import jit as jit_module
+        from pyree.transpiler.programs import jit as jit_module
         key = (tuple(static), in_tree, tuple(i.key() for i in inputs), devs,
                jit_module._trace_options)
         program = self._cache.get(key)
@@ -194,7 +195,7 @@ class PmapFunction:
         if size == 1:
             return mapped(*dyn_args, **kwargs)
         # The mapped axes placed over the pmap's devices: a jit around it follows them
-        # (transpiler/partition.py), each device computing its slice.
+        # (transpiler/programs/partition.py), each device computing its slice.
         place = _mapped_axis_placer(devs, self._axis_name)
         dyn_args, kwargs = tree_util.tree_unflatten(tree_util.tree_structure((dyn_args, kwargs)), [
             place(leaf, d) for leaf, d in zip(leaves, dims)])
@@ -441,3 +442,7 @@ def pmap(fun: Optional[Callable] = None, axis_name: Optional[Hashable] = None, *
     # donate_argnums is accepted and ignored: pyree copies nothing it could save by donating.
     return PmapFunction(fun, axis_name, in_axes, out_axes, tuple(static_broadcasted_argnums),
                         devices, axis_size, backend)
+
+
+# jit plans programs over meshes through _sharded_jit, which installs itself when imported.
+from . import _sharded_jit  # noqa: E402,F401

@@ -35,9 +35,9 @@ from pyree.numpy._util import canonical_axis, check_arraylike
 from pyree.random import (_U32, _check_broadcast, _check_dtype, _counters, _param,
                           _shape_tuple, _single_key, _split_words, _threefry2x32, _uniform,
                           normal)
-from pyree.transpiler import igamma as _igamma
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.families import igamma as _igamma
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import get_aval
 
 __all__ = [
     "exponential", "gumbel", "laplace", "logistic", "cauchy", "rademacher", "lognormal",

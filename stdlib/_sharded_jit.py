@@ -1,12 +1,12 @@
 """``jit`` over arguments placed with ``NamedSharding``: the computation follows the sharding
 (JAX's SPMD data parallelism), compiled as ONE IREE multi-device program.
 
-When some arguments of a jitted call are split over the devices of a mesh axis
-(``device_put(x, NamedSharding(mesh, P("batch")))``), the function is traced once on the whole
-arrays, as always, and ``transpiler/partition.py`` emits that program again over the axis's
-devices: each device computes on its block of the split arguments and on its copy of the
-others, reductions over a split dimension (a mean loss, the weight gradients) are combined
-across the devices, and what has no partitioned form is gathered (see that module's rules).
+When some arguments of a jitted call are split over the devices of a mesh axis (``device_put(x,
+NamedSharding(mesh, P("batch")))``), the function is traced once on the whole arrays, as always,
+and ``transpiler/programs/partition.py`` emits that program again over the axis's devices: each
+device computes on its block of the split arguments and on its copy of the others, reductions over
+a split dimension (a mean loss, the weight gradients) are combined across the devices, and what has
+no partitioned form is gathered (see that module's rules).
 
 Arguments enter where they live: a split argument as its blocks, one per device; a replicated
 one (``P()``) as its copies; any other array whole, on its device (moved to the mesh's first
@@ -25,6 +25,7 @@ before this module existed: correct values, no parallelism.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -34,11 +35,12 @@ from pyree.runtime import compile as rcompile
 from pyree.runtime.array import Array, ShardedArray, device_put_numpy
 from pyree.runtime.device import multi_device_compile_flags
 from pyree.runtime.executable import MultiDeviceExecutable
-from pyree.transpiler import partition, spmd
-from pyree.transpiler.ir import ClosedIR, ShapedArray
-from pyree.transpiler.lower import lower_closed_ir
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import Tracer, canonicalize_array, has_effects, trace_to_ir
+from pyree.transpiler.programs import jit as _jit_module, partition
+from pyree.transpiler.backend import spmd
+from pyree.transpiler.core.ir import ClosedIR, ShapedArray
+from pyree.transpiler.backend.lower import lower_closed_ir
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import Tracer, canonicalize_array, has_effects, trace_to_ir
 
 from ._pmap import consts_on
 from .sharding import Mesh, NamedSharding, PartitionSpec
@@ -286,7 +288,7 @@ def compile_partitioned(closed: ClosedIR, out_tree, plan: Plan, device=None
 
 def _materialized(value: Any) -> Any:
     """A result that is a constant of the program (a scalar) as an array in it."""
-    from pyree.transpiler import primitives as P
+    from pyree.transpiler.core import primitives as P
     return P.broadcast_in_dim_p.bind(value, shape=(), broadcast_dimensions=())
 
 
@@ -308,7 +310,7 @@ def _assembler(outputs: tuple, devs: tuple) -> MultiDeviceExecutable:
             for k, (_, dim) in enumerate(outputs):
                 mine = pieces[k * n:(k + 1) * n]
                 moved = [p if i == 0 else spmd.transfer(p, 0) for i, p in enumerate(mine)]
-                from pyree.transpiler import primitives as P
+                from pyree.transpiler.core import primitives as P
                 wholes.append(P.concatenate_p.bind(*moved, dimension=dim))
             return wholes
 
@@ -322,3 +324,6 @@ def _assembler(outputs: tuple, devs: tuple) -> MultiDeviceExecutable:
         assembler = _assemblers.setdefault(key, MultiDeviceExecutable(
             vmfb, lowered.function, devs, in_devices, closed.out_avals, [0] * len(outputs)))
     return assembler
+
+
+_jit_module.mesh_partitioner = sys.modules[__name__]   # (jit plans mesh programs through it)

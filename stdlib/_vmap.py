@@ -1,4 +1,4 @@
-"""``vmap`` with JAX's signature, on the IR transformation of transpiler/batching.py.
+"""``vmap`` with JAX's signature, on the IR transformation of transpiler/interpreters/batching.py.
 
 The function is traced once on one example's abstract values (converted by the transpiler, so
 Python control flow is fine), then the IR is interpreted on the whole batch by each
@@ -14,9 +14,9 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 
 from pyree import dtypes, tree_util
 from pyree.runtime.array import Array
-from pyree.transpiler import batching
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.interpreters import batching
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import get_aval
 
 
 def _axes_for_leaves(axes: Any, tree: Any, what: str) -> list:
@@ -85,7 +85,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
-    from pyree.transpiler.jit import JitFunction
+    from pyree.transpiler.programs.jit import JitFunction
 
     @functools.wraps(fun)
     def vmapped(*args: Any, **kwargs: Any) -> Any:
@@ -123,7 +123,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
 
 
 def _tracing() -> bool:
-    from pyree.transpiler.trace import _state
+    from pyree.transpiler.core.trace import _state
     return bool(_state.builders)
 
 
@@ -131,8 +131,8 @@ def _batched_call(fun: Callable, in_tree: Any, static: tuple, dims: list, size: 
                   axis_name: Optional[Hashable], out_axes: Any, *leaves: Any) -> Any:
     """``fun`` batched over ``leaves`` (axes ``dims``); ``static``: (position, value) of the
     leaves passed unchanged."""
-    from pyree.transpiler.convert import converted
-    from pyree.transpiler.trace import trace_to_ir
+    from pyree.transpiler.frontend.convert import converted
+    from pyree.transpiler.core.trace import trace_to_ir
     fn = converted(fun)
     box: dict = {}
 
@@ -216,3 +216,6 @@ def _check_axes(leaves: Sequence[Any], dims: Sequence[Optional[int]], names: Seq
         raise ValueError(f"{what} got inconsistent sizes for array axes to be mapped"
                          f"{given}:\n" + "\n".join(lines) + where(None))
     return normalized, distinct[0]
+
+
+batching.vectorize = vmap   # (custom derivative rules under vmap vectorize the user's rules)

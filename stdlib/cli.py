@@ -95,7 +95,7 @@ def _static_value(assignment: str) -> tuple[str, Any]:
 
 def _compile(args: argparse.Namespace) -> int:
     from pyree import _export
-    from pyree.transpiler.jit import JitFunction
+    from pyree.transpiler.programs.jit import JitFunction
 
     statics = dict(_static_value(s) for s in args.static)
     try:

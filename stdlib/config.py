@@ -23,7 +23,7 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     # False switches the on-disk compilation cache off (the in-memory cache stays).
     "disk_cache": (True, "PYREE_DISK_CACHE", None),
     # On the first compile that no cache answers, a background process compiles the eager
-    # kernels that programs commonly need into the disk cache (transpiler/eager_warmup.py).
+    # kernels that programs commonly need into the disk cache (transpiler/backend/eager_warmup.py).
     "eager_warmup": (True, "PYREE_EAGER_WARMUP", None),
     "platform": ("cpu", "PYREE_PLATFORM", str),
     # How many CPU devices ``pyree.devices("cpu")`` has (each its own IREE device; like JAX's
@@ -37,8 +37,8 @@ _OPTIONS: dict[str, tuple[Any, str, Callable[[str], Any] | None]] = {
     # IREE's Vulkan target (its --iree-vulkan-target: "llvmpipe", "sm_80", "rdna3", ...);
     # "auto" picks it from the device the Vulkan loader describes (runtime/vulkan.py).
     "vulkan_target": ("auto", "PYREE_VULKAN_TARGET", str),
-    # Matrix products and float32 2-D convolutions on CUDA (sm_80 and newer) through pyree's
-    # own kernels (transpiler/cuda_gemm.py); False leaves them all to IREE's code generator.
+    # Matrix products and float32 2-D convolutions on CUDA (sm_80 and newer) through pyree's own
+    # kernels (transpiler/backend/cuda_gemm.py); False leaves them all to IREE's code generator.
     "cuda_gemm_kernels": (True, "PYREE_CUDA_GEMM_KERNELS", None),
     # The precision of float32 contractions given no ``precision=`` (JAX's values: None or
     # "default"/"bfloat16", "high"/"tensorfloat32"/"bfloat16_3x", "highest"/"float32"). CPUs

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from pyree._api import ensure_compile_time_eval
-from pyree.transpiler.ir import ClosedIR, IR, ShapedArray
-from pyree.transpiler.trace import Tracer, eval_ir
+from pyree.transpiler.core.ir import ClosedIR, IR, ShapedArray
+from pyree.transpiler.core.trace import Tracer, eval_ir
 
 __all__ = ["AbstractValue", "ShapedArray", "Tracer", "ensure_compile_time_eval", "eval_jaxpr",
            "max_dim", "min_dim"]

@@ -21,9 +21,9 @@ import numpy as np
 
 from pyree import tree_util
 from pyree.runtime.array import Array
-from pyree.transpiler import checks
-from pyree.transpiler.source import user_loc, where
-from pyree.transpiler.trace import Tracer, current_builder
+from pyree.transpiler.families import checks
+from pyree.transpiler.core.source import user_loc, where
+from pyree.transpiler.core.trace import Tracer, current_builder
 
 __all__ = ["print", "callback"]
 
@@ -45,7 +45,7 @@ def _split(args: tuple, kwargs: dict) -> tuple:
 def _host_value(x: Any) -> Any:
     """What a callback sees for an argument given eagerly: a NumPy array."""
     if type(x) in _SCALARS:
-        from pyree.transpiler.eager import to_array
+        from pyree.transpiler.backend.eager import to_array
         x = to_array(x)  # the dtype JAX would give it (weakly typed int32/float32...)
     return np.asarray(x)
 

@@ -46,8 +46,8 @@ import numpy as np
 from pyree import tree_util
 from pyree.dtypes import bfloat16
 from pyree.runtime.array import Array, ShardedArray, device_put_numpy
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import Tracer
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import Tracer
 
 __all__ = ["all_reduce", "broadcast_one_to_all", "initialize", "is_initialized", "shutdown"]
 

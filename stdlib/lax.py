@@ -16,12 +16,12 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from pyree import dtypes
-from pyree.transpiler import math_functions as M
-from pyree.transpiler import primitives as P
-from pyree.transpiler import special as S
+from pyree.transpiler.families import math_functions as M
+from pyree.transpiler.core import primitives as P
+from pyree.transpiler.families import special as S
 from pyree.runtime.array import Array as _Array
-from pyree.transpiler.trace import Tracer as _Tracer
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.core.trace import Tracer as _Tracer
+from pyree.transpiler.core.trace import get_aval
 
 _PY_SCALARS = (bool, int, float, complex)
 builtins_slice = builtins.slice  # this module defines its own `slice`
@@ -489,7 +489,7 @@ def __getattr__(name: str) -> Any:
 
         {lax.exp_p: jnp.log, lax.tanh_p: jnp.arctanh}[eqn.primitive]
     """
-    from pyree.transpiler.trace import Primitive
+    from pyree.transpiler.core.trace import Primitive
     if name.endswith("_p"):
         for module_name, module in list(_sys.modules.items()):
             if module_name.startswith("pyree.transpiler.") and module is not None:

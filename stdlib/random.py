@@ -35,8 +35,8 @@ from pyree import dtypes, lax
 from pyree._lax_special import fused_multiply_add as _fma
 from pyree import numpy as jnp
 from pyree.numpy._util import canonical_axis, check_arraylike, requested_dtype
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import get_aval
 from pyree.tree_util import register_pytree_node
 
 __all__ = [

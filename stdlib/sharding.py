@@ -13,15 +13,14 @@ the spec does not name.
 or ``with_sharding_constraint`` names its axes (JAX's explicit-sharding spelling; the axis types
 of ``make_mesh(..., axis_types=...)`` are accepted and do not change what pyree does).
 
-``jit`` follows the sharding when its arguments are split along one mesh axis (each device
-computes on its block, reductions over the split dimension are combined across the devices,
-results come back split or replicated, as NamedSharding arrays; stdlib/_sharded_jit.py and
-transpiler/partition.py). What is not done yet: arguments split along two mesh axes at once
-(or on two meshes), and eager ops on sharded arrays, compute on the whole array, which a
-NamedSharding-placed array also keeps on its mesh's first device, and return ordinary
-single-device arrays. ``with_sharding_constraint`` places values inside a ``jit`` whose
-arguments are split over its mesh, or whose constraints all name one mesh with one axis of
-several devices.
+``jit`` follows the sharding when its arguments are split along one mesh axis (each device computes
+on its block, reductions over the split dimension are combined across the devices, results come
+back split or replicated, as NamedSharding arrays; stdlib/_sharded_jit.py and
+transpiler/programs/partition.py). What is not done yet: arguments split along two mesh axes at
+once (or on two meshes), and eager ops on sharded arrays, compute on the whole array, which a
+NamedSharding-placed array also keeps on its mesh's first device, and return ordinary single-device
+arrays. ``with_sharding_constraint`` places values inside a ``jit`` whose arguments are split over
+its mesh, or whose constraints all name one mesh with one axis of several devices.
 """
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ import numpy as np
 from pyree.runtime.array import (Array, PmapSharding, Shard, ShardedArray, Sharding,
                                  SingleDeviceSharding, device_put_numpy)
 from pyree.runtime.device import Device, devices as _platform_devices
-from pyree.transpiler.source import where
+from pyree.transpiler.core.source import where
 
 __all__ = ["AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "PmapSharding", "Shard",
            "ShardedArray", "Sharding", "SingleDeviceSharding", "get_mesh", "make_mesh",
@@ -454,7 +453,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """Ask that ``x`` (a pytree of arrays) be placed by ``shardings`` (one sharding, or a
     pytree of them matching ``x``), as ``jax.lax.with_sharding_constraint``. Outside ``jit``
     this is ``device_put(x, shardings)``. Inside a ``jit`` whose arguments are split over a
-    mesh axis (the computation follows them, transpiler/partition.py), or none of whose
+    mesh axis (the computation follows them, transpiler/programs/partition.py), or none of whose
     arguments is split but whose constraints all name one mesh of one axis of several
     devices, a NamedSharding on that mesh places the value: cut into blocks along the
     dimension it names (or gathered whole on every device if it names none) from there on.
@@ -471,7 +470,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """
     from pyree import tree_util
     from pyree._api import device_put
-    from pyree.transpiler.trace import Tracer, get_aval
+    from pyree.transpiler.core.trace import Tracer, get_aval
 
     is_spec = lambda v: isinstance(v, PartitionSpec)
     shardings = tree_util.tree_map(lambda s: _named(s, "with_sharding_constraint"), shardings,
@@ -485,7 +484,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         is_none = lambda v: v is None   # (None: no constraint on that leaf)
         places = tree_util.tree_leaves(tree_util.tree_broadcast(shardings, x, is_leaf=is_none),
                                        is_leaf=is_none)
-    from pyree.transpiler.partition import sharding_constraint_p
+    from pyree.transpiler.programs.partition import sharding_constraint_p
     constrained = []
     for leaf, sharding in zip(leaves, places):
         if isinstance(sharding, NamedSharding):
@@ -493,3 +492,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
             leaf = sharding_constraint_p.bind(leaf, sharding=sharding)
         constrained.append(leaf)
     return tree_util.tree_unflatten(tree_util.tree_structure(x), constrained)
+
+
+# jit plans programs over meshes through _sharded_jit, which installs itself when imported.
+from . import _sharded_jit  # noqa: E402,F401

@@ -28,7 +28,8 @@ import pyree
 import pyree.numpy as jnp
 from pyree import lax
 from pyree.test_util import check_grads
-from pyree.transpiler import ad, ir as pir
+from pyree.transpiler.interpreters import ad
+from pyree.transpiler.core import ir as pir
 
 F64_TOL = dict(atol=1e-6, rtol=1e-6)
 
@@ -1040,7 +1041,7 @@ def f_sharding_constraint(x):
 
 def test_sharding_constraint_is_the_identity_for_derivatives():
     """On one device a sharding constraint is the identity; its JVP and transpose constrain
-    the tangents and cotangents alike (transpiler/partition.py)."""
+    the tangents and cotangents alike (transpiler/programs/partition.py)."""
     v = f32(0.3, 0.7, 1.2)
     check_grads(f_sharding_constraint, (v,), order=2, modes=("fwd", "rev"))
     close(pyree.grad(f_sharding_constraint)(v), np.sin(2 * v.astype(np.float64)))

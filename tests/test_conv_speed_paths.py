@@ -1,10 +1,9 @@
-"""The CPU lowering's fast forms of a convolution (transpiler/windows.py): a convolution whose
-result is not channels-last runs as a channels-last one between transposes; one with few
-output positions and a large window (a kernel gradient) as one product per output position;
-one whose reduction is longer than its result has rows otherwise is marked for data tiling.
-They change only the form IREE compiles: every layout, stride, padding, dilation and group
-setting, and the gradients, must give the values of a float64 NumPy reference.
-"""
+"""The CPU lowering's fast forms of a convolution (transpiler/families/windows.py): a convolution
+whose result is not channels-last runs as a channels-last one between transposes; one with few
+output positions and a large window (a kernel gradient) as one product per output position; one
+whose reduction is longer than its result has rows otherwise is marked for data tiling. They change
+only the form IREE compiles: every layout, stride, padding, dilation and group setting, and the
+gradients, must give the values of a float64 NumPy reference."""
 import numpy as np
 import pytest
 
@@ -138,7 +137,7 @@ def test_second_order_through_the_fast_forms():
 def test_convolution_in_batch_chunks(name, monkeypatch):
     # Convolutions whose im2col columns exceed windows.IM2COL_CHUNK_BYTES run a few images at
     # a time; a tiny budget sends these small cases through that form (one image per chunk).
-    from pyree.transpiler import windows
+    from pyree.transpiler.families import windows
     monkeypatch.setattr(windows, "IM2COL_CHUNK_BYTES", 64)
     x, w, kw, want = _case(name)
     f = lambda x, w: lax.conv_general_dilated(x, w, **kw)
@@ -152,7 +151,7 @@ def test_convolution_in_batch_chunks(name, monkeypatch):
 def test_gradients_in_batch_chunks(monkeypatch):
     # 40 images, one per chunk: more parts than one concatenation may join (IREE's binding
     # limit; shapes.py's concatenate lowering groups them).
-    from pyree.transpiler import windows
+    from pyree.transpiler.families import windows
     monkeypatch.setattr(windows, "IM2COL_CHUNK_BYTES", 64)
     x, w = randn(40, 3, 6, 5), randn(4, 3, 3, 3)
     pads = same_pads(x.shape[2:], w.shape[2:], (1, 1), (1, 1))
@@ -216,7 +215,7 @@ def test_convolution_as_window_products(name, monkeypatch):
     # With the thresholds lifted every convolution without groups takes that form: strides,
     # dilations of both operands (the lhs's by an interior pad), negative padding, 1-D and 3-D,
     # any layout.
-    from pyree.transpiler import windows
+    from pyree.transpiler.families import windows
     monkeypatch.setattr(windows, "WINDOW_PRODUCTS_MAX_POSITIONS", 10_000)
     monkeypatch.setattr(windows, "WINDOW_PRODUCTS_MIN_WINDOW_RATIO", 0)
     x, w, kw, want = _case(name)

@@ -1,9 +1,9 @@
-"""pyree's tensor-core GEMM kernels on CUDA (transpiler/cuda_gemm.py, issue 20): which products
-take them and in what form, that modules holding them compile for CUDA with the kernels' PTX,
-that the PTX is built from the source in the tree, which convolutions take the implicit-GEMM
-kernel, and — where a CUDA device exists — values against float64 for every type pair and
-layout, ragged and batched shapes, operands that are views at unaligned offsets, and
-convolutions (strides, dilation, padding, layouts) with their gradients."""
+"""pyree's tensor-core GEMM kernels on CUDA (transpiler/backend/cuda_gemm.py, issue 20): which
+products take them and in what form, that modules holding them compile for CUDA with the kernels'
+PTX, that the PTX is built from the source in the tree, which convolutions take the implicit-GEMM
+kernel, and — where a CUDA device exists — values against float64 for every type pair and layout,
+ragged and batched shapes, operands that are views at unaligned offsets, and convolutions (strides,
+dilation, padding, layouts) with their gradients."""
 import numpy as np
 import pytest
 
@@ -12,8 +12,8 @@ import pyree.numpy as jnp
 from pyree.dtypes import bfloat16
 from pyree.runtime import device as device_module
 from pyree.runtime.device import Device
-from pyree.transpiler import cuda_gemm
-from pyree.transpiler.ir import ShapedArray
+from pyree.transpiler.backend import cuda_gemm
+from pyree.transpiler.core.ir import ShapedArray
 
 from conftest import cuda_ptx
 from test_conv import conv_ref
@@ -213,7 +213,8 @@ def test_damaged_kernel_file_is_a_clear_error(damage, sm80, tmp_path, monkeypatc
 
 
 def test_ptx_is_built_from_the_source_in_the_tree():
-    # Rebuild with `python -m pyree.transpiler.build_cuda_kernels` after changing cuda_gemm.cu.
+    # Rebuild with `python -m pyree.transpiler.backend.build_cuda_kernels` after changing
+    # cuda_gemm.cu.
     assert cuda_gemm._ptx_file()["source_sha256"] == cuda_gemm.source_hash()
     for name in cuda_gemm.KERNELS:
         ptx = cuda_gemm.kernel_ptx(name)

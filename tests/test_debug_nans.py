@@ -1,5 +1,5 @@
 """pyree.config debug_nans / debug_infs: NaNs and infinities raise FloatingPointError naming
-the user's line of the operation that produced them (transpiler/nan_check.py)."""
+the user's line of the operation that produced them (transpiler/interpreters/nan_check.py)."""
 import inspect
 import os
 import re
@@ -12,7 +12,7 @@ import pytest
 import pyree
 import pyree.numpy as jnp
 from pyree import lax
-from pyree.transpiler import nan_check
+from pyree.transpiler.interpreters import nan_check
 
 HERE = os.path.basename(__file__)
 

@@ -79,7 +79,7 @@ def test_callback_operands_and_debug_nans_read_through_host_memory(copies, capsy
 def caller_storage(monkeypatch):
     """Jitted straight-line programs and eager kernels compute into buffers pyree allocates,
     as on CUDA (eager kernels compiled before are set aside)."""
-    from pyree.transpiler import eager
+    from pyree.transpiler.backend import eager
     monkeypatch.setattr(eager, "_kernels", {})
     added = "cpu" not in executable.CALLER_STORAGE_PLATFORMS
     executable.CALLER_STORAGE_PLATFORMS.add("cpu")
@@ -133,7 +133,7 @@ def test_cuda_straight_line_program_queues_no_allocation():
     from iree.compiler import compile_str
     from pyree.runtime import compile as rcompile
     from pyree.runtime.device import Device
-    from pyree.transpiler.lower import lower_closed_ir
+    from pyree.transpiler.backend.lower import lower_closed_ir
     f = pyree.jit(lambda a: ((a @ a) @ (a @ a), jnp.tanh(a).sum()))
     closed, _ = f._trace(*f._abstract_signature((np.ones((256, 256), np.float32),), {}))
     cuda = Device("cuda")

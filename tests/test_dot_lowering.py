@@ -150,7 +150,7 @@ def test_wide_products_keep_data_tiling():
 
 @cpu_only("data tiling is a CPU compile flag")
 def test_a_matrix_vector_product_in_a_loop_drops_small_products_data_tiling(monkeypatch):
-    from pyree.transpiler import lower
+    from pyree.transpiler.backend import lower
     # Data tiling is one flag per module, and it made a vector-matrix product in a loop slow
     # (lower.DATA_TILING_KEEP_MACS): an unbatched RNN's hoisted input projection loses its
     # mark; a large product beside the loop keeps it; the values are the same either way.

@@ -1,6 +1,6 @@
-"""The background compile of common eager kernels (transpiler/eager_warmup.py): the recorded
-kernels are eager kernels, compiling them fills the disk cache with exactly the entries eager
-calls look up, and the background process starts once per cache directory."""
+"""The background compile of common eager kernels (transpiler/backend/eager_warmup.py): the
+recorded kernels are eager kernels, compiling them fills the disk cache with exactly the entries
+eager calls look up, and the background process starts once per cache directory."""
 import numpy as np
 import pytest
 
@@ -8,7 +8,7 @@ import pyree
 import pyree.numpy as jnp
 from pyree.runtime import compile as rcompile
 from pyree.runtime.device import Device
-from pyree.transpiler import eager, eager_warmup
+from pyree.transpiler.backend import eager, eager_warmup
 
 from conftest import cpu_only
 
@@ -46,7 +46,7 @@ def test_recorded_kernels_are_current(monkeypatch):
     # The recorded texts must be what eager mode builds today: a lowering change makes them
     # stale, and the warm-up then compiles kernels nobody asks for (36 of 178 were, which cost
     # the cold start of benchmarks/cold_start.py 2.22x JAX against 1.73-1.76x re-recorded).
-    # After such a change: python -m pyree.transpiler.eager_warmup --record
+    # After such a change: python -m pyree.transpiler.backend.eager_warmup --record
     # transpiler/eager_kernels.json.gz --min-users 1 -- pytest -q tests/corpus
     asked = []
     compile_function = rcompile.compile_function
@@ -125,7 +125,7 @@ def test_background_start_once_per_cache_directory(tmp_path, monkeypatch):
     assert eager_warmup.start_in_background()
     assert not eager_warmup.start_in_background()   # claimed: the marker file exists
     (command, env), = started
-    assert command[1:] == ["-m", "pyree.transpiler.eager_warmup", "--background"]
+    assert command[1:] == ["-m", "pyree.transpiler.backend.eager_warmup", "--background"]
     assert env["PYREE_EAGER_WARMUP"] == "0" and env["PYREE_CACHE_DIR"] == str(tmp_path)
     monkeypatch.setattr(pyree.config, "eager_warmup", False)
     monkeypatch.setattr(pyree.config, "cache_dir", str(tmp_path / "other"))
@@ -140,8 +140,9 @@ def test_recording_the_kernels_programs_use(tmp_path):
     import sys
     program = "import pyree.numpy as jnp; print(float(jnp.sin(jnp.ones(3) * 2.0).sum()))"
     out = tmp_path / "kernels.json.gz"
-    done = subprocess.run([sys.executable, "-m", "pyree.transpiler.eager_warmup", "--record",
-                           str(out), "--min-users", "1", "--", sys.executable, "-c", program],
+    done = subprocess.run([sys.executable, "-m", "pyree.transpiler.backend.eager_warmup",
+                           "--record", str(out), "--min-users", "1", "--", sys.executable, "-c",
+                           program],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     texts = json.load(gzip.open(out, "rt"))

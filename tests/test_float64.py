@@ -2,7 +2,7 @@
 
 IREE's llvm-cpu backend cannot compile float64 sin, cos, tan, atan2, cbrt and rem (fmod), nor
 any complex128 transcendental function; pyree lowers them to its own formulas
-(transpiler/float64_math.py), and float64 pow too (IREE's loses ~500 ulps). Errors are
+(transpiler/backend/float64_math.py), and float64 pow too (IREE's loses ~500 ulps). Errors are
 measured in ulps of NumPy's result, which is itself within an ulp (but for one input, below).
 
 Subnormal float64 values are flushed to zero by the CPU in IREE's runtime (as in XLA), so the

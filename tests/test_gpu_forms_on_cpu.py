@@ -11,7 +11,7 @@ import numpy as np
 
 import pyree
 import pyree.numpy as jnp
-from pyree.transpiler.shapes import is_contiguous_slice
+from pyree.transpiler.families.shapes import is_contiguous_slice
 
 from conftest import cpu_only, cuda_ptx
 
@@ -53,7 +53,7 @@ def test_contiguous_slices():
 def test_gpu_lowering_computes_a_strided_slice_apart():
     # IREE 3.13's CUDA code read x[i, 1:4] at the wrong addresses when it fused the slice into
     # the gather (H200): on GPUs a slice that is not contiguous is behind a barrier.
-    from pyree.transpiler.lower import lower_closed_ir
+    from pyree.transpiler.backend.lower import lower_closed_ir
     x = np.random.RandomState(1).randn(4, 5).astype(np.float32)
     i = np.array([0, 2, 2, -1], np.int32)
     closed = pyree.make_ir(lambda x: x[i, 1:4])(x)
@@ -69,9 +69,9 @@ def test_eager_signed_min_max_kernels_for_cuda_pad_with_the_right_neutral(tmp_pa
     # unsigned operation's neutral element (`min.s32 %r, %r, -1`): jnp.min([[3, 1], [0, 7]])
     # was -1 on an H200. pyree reduces such kernels on the unsigned view (compiled here, no GPU).
     import re
-    from pyree.transpiler import primitives as P
-    from pyree.transpiler.ir import ShapedArray
-    from pyree.transpiler.lower import lower_primitive_dynamic
+    from pyree.transpiler.core import primitives as P
+    from pyree.transpiler.core.ir import ShapedArray
+    from pyree.transpiler.backend.lower import lower_primitive_dynamic
     for prim in (P.reduce_min_p, P.reduce_max_p):
         for dtype in (np.int8, np.int32):
             module = lower_primitive_dynamic(
@@ -87,9 +87,10 @@ def test_eager_elementwise_kernels_on_rows(monkeypatch, tmp_path):
     # kernel knows: IREE's CUDA code for a 1-D tensor of unknown length loads one float per
     # thread and step, with the known row length four (ld.global.nc.v4). Values here, with
     # that form forced on the CPU, and the loads in the PTX.
-    from pyree.transpiler import eager, math_functions as M
-    from pyree.transpiler.ir import ShapedArray
-    from pyree.transpiler.lower import lower_primitive_dynamic
+    from pyree.transpiler.backend import eager
+    from pyree.transpiler.families import math_functions as M
+    from pyree.transpiler.core.ir import ShapedArray
+    from pyree.transpiler.backend.lower import lower_primitive_dynamic
     monkeypatch.setattr(eager, "GPU_ROWS_ON_CPU", True)
     rng = np.random.RandomState(2)
     x = rng.randn(512, 256).astype(np.float32)   # 2 ** 17 elements: large enough
@@ -116,8 +117,8 @@ def test_long_scan_compiles_for_cuda_without_carry_keeping_barriers():
     # loop ("failed to solve for usage analysis") once loops kept their initial carries past
     # them (lower.kept_past_loop); jit then compiles the module lowered without those barriers.
     from pyree.runtime.device import Device
-    from pyree.transpiler.jit import _compiled_module
-    from pyree.transpiler.lower import initial_carries_released
+    from pyree.transpiler.programs.jit import _compiled_module
+    from pyree.transpiler.backend.lower import initial_carries_released
     rng = np.random.default_rng(8)
     w = (rng.normal(size=(16, 16)) / 4).astype(np.float32)
     xs = rng.normal(size=(1000, 8, 16)).astype(np.float32)
@@ -150,9 +151,9 @@ def test_complex_products_of_unknown_shape_compile_for_cuda(tmp_path):
     # IREE 3.13's compiler died (SIGSEGV) on an eager complex64 dot_general for CUDA (jnp.vdot
     # on an H200); on GPUs pyree computes it from real products of the parts (values: the
     # linalg test in GPU_FORM_TESTS).
-    from pyree.transpiler import primitives as P
-    from pyree.transpiler.ir import ShapedArray
-    from pyree.transpiler.lower import lower_primitive_dynamic
+    from pyree.transpiler.core import primitives as P
+    from pyree.transpiler.core.ir import ShapedArray
+    from pyree.transpiler.backend.lower import lower_primitive_dynamic
     c64 = np.dtype(np.complex64)
     module = lower_primitive_dynamic(
         P.dot_general_p, [ShapedArray((1, 2, 3), c64), ShapedArray((1, 3, 1), c64)],
@@ -166,7 +167,7 @@ def test_complex_products_of_unknown_shape_compile_for_cuda(tmp_path):
 def test_complex64_sorts_compile_for_cuda(tmp_path):
     # IREE 3.13's compiler died (SIGSEGV) on the radix sort of 1000 complex64 keys for CUDA;
     # on GPUs complex64 keys are sorted as their float32 parts (sorting._sorted_as_parts).
-    from pyree.transpiler.lower import lower_closed_ir
+    from pyree.transpiler.backend.lower import lower_closed_ir
     c = np.arange(1000).astype(np.complex64)
     closed = pyree.make_ir(lambda c: pyree.lax.sort_key_val(c, jnp.arange(1000))[1])(c)
     text = lower_closed_ir(closed, platform="cuda").text_without_locations
@@ -178,7 +179,7 @@ def test_eager_operations_with_an_empty_operand_run_for_static_shapes(monkeypatc
     # (0, 3) array; nonzero of an empty array with a size) runs compiled for its static shapes:
     # its shape-polymorphic kernel launched a part with no workgroups, and the CUDA device was
     # lost (H200). The same route here, forced on the CPU, against NumPy.
-    from pyree.transpiler import eager
+    from pyree.transpiler.backend import eager
     monkeypatch.setattr(eager, "STATIC_EMPTY_OPERANDS_ON_CPU", True)
     ran = []
     monkeypatch.setattr(eager, "_apply_static", lambda p, *rest, _f=eager._apply_static:
@@ -197,7 +198,8 @@ def test_a_module_iree_refuses_with_caller_storage_runs_without_it(monkeypatch):
     # suite's modules for CUDA here). Eager kernels and jit then compile the module without it.
     # Here the caller's storage is forced on the CPU and IREE's refusal stood in for.
     from pyree.runtime import compile as rcompile
-    from pyree.transpiler import eager, jit
+    from pyree.transpiler.backend import eager
+    from pyree.transpiler.programs import jit
     monkeypatch.setattr(eager, "CALLER_STORAGE_PLATFORMS", {"cpu"})
     monkeypatch.setattr(jit, "CALLER_STORAGE_PLATFORMS", {"cpu"})
     # (no eager kernel compiled by an earlier test in this process: sinh's must be compiled)
@@ -227,8 +229,9 @@ def test_eager_complex128_kernels_compile_for_cuda():
     # and logistic (the suite's modules compiled for CUDA here); the kernel is then compiled
     # with IREE allocating (eager._kernel). No GPU is opened: the kernel is only compiled.
     from pyree.runtime.device import Device
-    from pyree.transpiler import eager, math_functions as M
-    from pyree.transpiler.ir import ShapedArray
+    from pyree.transpiler.backend import eager
+    from pyree.transpiler.families import math_functions as M
+    from pyree.transpiler.core.ir import ShapedArray
     c128 = ShapedArray((1207,), np.dtype(np.complex128))
     saved = pyree.config.cuda_target
     pyree.config.update("cuda_target", "sm_80")

@@ -238,7 +238,7 @@ def test_batched_product_of_a_reducing_producer(monkeypatch):
     # (softmax(a) @ v): the second batch came out a row off (dot_general.py's lowering). (Only
     # large batched products are tiled now, lower.DATA_TILING_BATCHED_MACS: these small ones
     # are tiled here to keep the workaround tested.)
-    from pyree.transpiler import lower
+    from pyree.transpiler.backend import lower
     monkeypatch.setattr(lower, "DATA_TILING_BATCHED_MACS", 0)
     rng = np.random.default_rng(0)
     a = rng.random((2, 3, 4)).astype(np.float32)

@@ -344,7 +344,7 @@ def test_checkpoint_static_argnums_policies_and_scan():
     np.testing.assert_allclose(pyree.grad(final)(a), dc, rtol=1e-5)
     np.testing.assert_allclose(pyree.jit(pyree.grad(final))(a), dc, rtol=1e-5)
 
-    P = pyree.transpiler.primitives
+    P = pyree.transpiler.core.primitives
     pol = pyree.checkpoint_policies
     assert pol.dots_saveable(P.dot_general_p) and not pol.dots_saveable(P.add_p)
     assert pol.checkpoint_dots is pol.dots_saveable

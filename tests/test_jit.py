@@ -348,7 +348,8 @@ def test_outputs_may_be_inputs_or_constants():
 
 def test_results_that_depend_on_no_argument_are_computed_once():
     # (Left in the module, IREE returns a folded constant through a copy it awaits on the host
-    # mid-call; on lavapipe that pattern lost the Vulkan device: transpiler/jit.fixed_outputs.)
+    # mid-call; on lavapipe that pattern lost the Vulkan device:
+    # transpiler/programs/jit.fixed_outputs.)
     calls = []
 
     @pyree.jit
@@ -368,7 +369,7 @@ def test_results_that_depend_on_no_argument_are_computed_once():
     compiled = f.lower(x).compile()
     np.testing.assert_array_equal(np.asarray(compiled(x)[1]), [1, 2, 4, 8])
     # The module jit compiles returns x + 1 and the table (a captured array: an argument).
-    from pyree.transpiler.jit import fixed_outputs
+    from pyree.transpiler.programs.jit import fixed_outputs
     indices, rest, _ = fixed_outputs(f.trace(x))
     assert indices == [2, 3, 4] and len(rest.out_avals) == 2
     # Nothing varies: no module at all; effects and captured arrays stay in the module.
@@ -399,7 +400,7 @@ def test_decorator_with_options():
 
 
 def test_ir_can_be_evaluated_again_eagerly_and_inside_a_trace():
-    from pyree.transpiler.trace import eval_ir
+    from pyree.transpiler.core.trace import eval_ir
 
     def f(x):
         return (jnp.sin(x) * 2.0).sum(), x[1:]
@@ -501,7 +502,7 @@ def test_loop_with_an_unused_carry():
 
 
 def test_pruning_drops_unused_loop_carries():
-    from pyree.transpiler.prune import prune_ir
+    from pyree.transpiler.interpreters.prune import prune_ir
     ir = pyree.make_ir(lambda a: _lu_in_place(a, 8, False))(np.eye(8, dtype=np.float32))
     (loop,) = [e for e in prune_ir(ir.ir if hasattr(ir, "ir") else ir).eqns
                if e.primitive.name == "scan"]
@@ -540,7 +541,7 @@ def test_work_estimate_counts_convolution_products():
     returns when done): a convolution counts its multiply-adds (a DP-SGD step of per-example
     convolution gradients, counted by output sizes alone, ran inline); a loop counts its body
     once (small RNN steps run best inline)."""
-    from pyree.transpiler.jit import estimate_work
+    from pyree.transpiler.programs.jit import estimate_work
     x, w = np.ones((8, 16, 16, 4), np.float32), np.ones((3, 3, 4, 8), np.float32)
     conv = pyree.jit(lambda x, w: lax.conv_general_dilated(
         x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))).trace(x, w)
@@ -551,8 +552,8 @@ def test_library_reductions_run_compiled_once_hot_and_op_by_op_before(monkeypatc
     """jnp.mean/var/std/sum, and binary ufuncs on operands of different shapes, called eagerly
     with one signature HOT_CALLS times run as one compiled program once its compile (in a
     process of its own) is done, as JAX jits them; op by op before; same values either way."""
-    from pyree.transpiler import eager
-    from pyree.transpiler.jit import HOT_CALLS, finish_hot_compiles
+    from pyree.transpiler.backend import eager
+    from pyree.transpiler.programs.jit import HOT_CALLS, finish_hot_compiles
     binds = collections.Counter()
     apply = eager.apply_unchecked
 

@@ -1,10 +1,11 @@
-"""The transpiler's layers import nothing above themselves, not even inside a function: the
-core (source positions, the IR, tracing, the primitives) nothing above the core; the
-interpreters (AD, batching, pruning, NaN checks) nothing but the core and each other; the
-backend's machinery (lowering, eager) no primitive family and no front end; nothing below the
-front end imports it. What they need from above is installed as a hook (``trace.hooks``, ``nan_check.apply_unchecked``) or
-registered by the families that hold the primitives (``prune.pruning_rules``,
-``nan_check.descend_rules``, the rule tables)."""
+"""The transpiler's layers are its folders, from the bottom up: ``core/`` (source positions, the
+IR, tracing, the primitives' names), ``interpreters/`` (AD, batching, pruning, NaN checks),
+``backend/`` (lowering, eager mode, pmap's interpreter), ``families/`` (the primitives and all of
+their rules), ``programs/`` (jit, jit over a mesh) and ``frontend/`` (the AST rewrite). A module
+imports nothing from a folder above its own, not even inside a function; what a layer needs from
+above is installed as a hook (``trace.hooks``, ``nan_check.apply_unchecked``) or registered by
+the families that hold the primitives (``prune.pruning_rules``, ``nan_check.descend_rules``, the
+rule tables)."""
 import ast
 import pathlib
 
@@ -15,101 +16,87 @@ import pyree
 import pyree.numpy as jnp
 
 TRANSPILER = pathlib.Path(pyree.transpiler.__file__).parent
-CORE = ("source", "ir", "trace", "primitives")
-INTERPRETERS = ("ad", "ad_rules", "batching", "prune", "nan_check")
-# The backend's machinery, with the helpers it builds on (numerics, pyree's CUDA kernels, the
-# eager warm-up). The families sit above it (they hold their lowering rules), and so does jit,
-# which converts the user's function (the front end) and partitions programs over meshes.
-BACKEND = ("lower", "eager", "eager_warmup", "cuda_gemm", "float32_math", "float64_math")
+ROOMS = ("core", "interpreters", "backend", "families", "programs", "frontend")
+# module name -> its folder
+MODULES = {path.stem: path.parent.name for path in TRANSPILER.glob("*/*.py")
+           if path.stem != "__init__"}
 # Below the transpiler: the runtime, and the leaf modules of dtypes, error types, options and
-# pytrees.
+# pytrees (the core may use only the first three).
 BELOW = ("pyree.runtime", "pyree.dtypes", "pyree.errors")
 LEAVES = BELOW + ("pyree.config", "pyree.tree_util")
 
 
 def _imports(module: str) -> list[tuple[str, int]]:
-    """(what, line) for every import in ``transpiler/<module>.py``, wherever it stands; a
+    """(what, line) for every import in ``module`` of the transpiler, wherever it stands; a
     module of the transpiler as its bare name."""
     found = []
-    for node in ast.walk(ast.parse((TRANSPILER / f"{module}.py").read_text())):
+    path = TRANSPILER / MODULES[module] / f"{module}.py"
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                names = [node.module] if node.module else [a.name for a in node.names]
-                found += [(n.split(".")[0], node.lineno) for n in names]
+                parts = (node.module or "").split(".") if node.module else []
+                if parts and parts[-1] in MODULES:       # from .lower / ..backend.lower import x
+                    found.append((parts[-1], node.lineno))
+                else:                                    # from . / ..backend import lower
+                    found += [(a.name, node.lineno) for a in node.names]
             elif node.module == "pyree":
                 found += [(f"pyree.{a.name}", node.lineno) for a in node.names]
+            elif node.module and node.module.startswith("pyree.transpiler"):
+                parts = node.module.split(".")
+                found += ([(parts[-1], node.lineno)] if parts[-1] in MODULES else
+                          [(a.name, node.lineno) for a in node.names])
             else:
                 found.append((node.module, node.lineno))
     return found
 
 
-def _imports_above(module: str, layer: tuple, below: tuple) -> list[str]:
-    """The imports of ``module`` that reach above ``layer``: a transpiler module outside it
-    and the layers below it, or pyree beyond ``below``."""
+def _imports_above(module: str) -> list[str]:
+    """The imports of ``module`` that reach above its folder: a transpiler module in a folder
+    above, or pyree beyond the leaves below the transpiler."""
+    room = MODULES[module]
+    allowed = ROOMS[:ROOMS.index(room) + 1]
+    below = BELOW if room == "core" else LEAVES
     wrong = []
     for name, line in _imports(module):
-        if name.startswith("pyree.transpiler."):
-            name = name.split(".")[2]
-        if name.startswith("pyree") and not name.startswith(below):
-            wrong.append(f"{module}.py:{line} imports {name}")
-        elif (TRANSPILER / f"{name}.py").exists() and name not in layer:
-            wrong.append(f"{module}.py:{line} imports {name}, above its layer")
+        if name in MODULES:
+            if MODULES[name] not in allowed:
+                wrong.append(f"{room}/{module}.py:{line} imports {MODULES[name]}/{name}")
+        elif (name.startswith("pyree") and not name.startswith(below)
+              and name not in ("pyree.transpiler", "pyree")):
+            wrong.append(f"{room}/{module}.py:{line} imports {name}")
     return wrong
 
 
-@pytest.mark.parametrize("module", CORE)
-def test_the_core_imports_nothing_above_it(module):
-    wrong = _imports_above(module, CORE, BELOW)
+@pytest.mark.parametrize("room", ROOMS[:-1])
+def test_no_module_imports_from_a_folder_above_its_own(room):
+    wrong = [w for module, r in sorted(MODULES.items()) if r == room
+             for w in _imports_above(module)]
     assert not wrong, wrong
 
 
-@pytest.mark.parametrize("module", INTERPRETERS)
-def test_the_interpreters_import_only_the_core_and_each_other(module):
-    wrong = _imports_above(module, CORE + INTERPRETERS, LEAVES)
-    assert not wrong, wrong
-
-
-@pytest.mark.parametrize("module", BACKEND)
-def test_the_backend_imports_no_family_and_no_front_end(module):
-    wrong = _imports_above(module, CORE + INTERPRETERS + BACKEND, LEAVES)
-    assert not wrong, wrong
-
-
-# pmap's interpreter sits on the backend (its transfers are lowered), below the families, which
-# register their rules in it as they do batching rules.
-MULTI_DEVICE = ("spmd",)
-
-
-def test_the_spmd_interpreter_imports_no_family():
-    wrong = _imports_above("spmd", CORE + INTERPRETERS + BACKEND + MULTI_DEVICE, LEAVES)
-    assert not wrong, wrong
-
-
-FRONT_END = ("convert", "operators")
-
-
-def test_only_the_front_end_imports_the_front_end():
-    # (jit and the custom derivative rules get the user's function converted through
-    # trace.hooks.converted)
-    wrong = [f"{path.stem}.py:{line} imports {name}"
-             for path in TRANSPILER.glob("*.py") if path.stem not in FRONT_END + ("__init__",)
-             for name, line in _imports(path.stem)
-             if name.split(".")[-1] in FRONT_END or name in FRONT_END]
-    assert not wrong, wrong
+def test_the_folders_are_the_layers():
+    assert set(MODULES.values()) == set(ROOMS)
+    assert {p.name for p in TRANSPILER.glob("*.py")} == {"__init__.py"}
+    assert MODULES["trace"] == "core" and MODULES["lower"] == "backend"
+    assert MODULES["arithmetic"] == "families" and MODULES["convert"] == "frontend"
 
 
 def test_the_hooks_the_layers_above_install():
-    from pyree.transpiler import convert, eager, trace
+    from pyree.transpiler.frontend import convert
+    from pyree.transpiler.backend import eager
+    from pyree.transpiler.core import trace
     assert trace.hooks.apply_now is eager.apply
     assert trace.hooks.explain_unconverted is convert.explain_unconverted
     assert trace.hooks.converted is convert.converted
-    from pyree.transpiler import control_flow, nan_check, prune
+    from pyree.transpiler.families import control_flow
+    from pyree.transpiler.interpreters import nan_check, prune
     assert nan_check.apply_unchecked is eager.apply_unchecked
     assert prune.pruning_rules[control_flow.while_p] is not None
     assert control_flow.cond_p in nan_check.descend_rules
-    from pyree.transpiler import eager, gather_scatter, loop_rotation, lower, windows
+    from pyree.transpiler.backend import eager, lower
+    from pyree.transpiler.families import gather_scatter, loop_rotation, windows
     assert [r for _, r in lower.REWRITES_BEFORE_LOWERING] == [loop_rotation.rotate_loops,
                                                                gather_scatter.sink_gathers]
     assert control_flow.cond_p in eager.BRANCH_PRIMITIVES
@@ -121,7 +108,7 @@ def test_the_hooks_the_layers_above_install():
 
 
 def test_without_an_evaluator_bind_says_what_to_do(monkeypatch):
-    from pyree.transpiler import trace
+    from pyree.transpiler.core import trace
     monkeypatch.setattr(trace.hooks, "apply_now", trace._no_evaluator)
     with pytest.raises(RuntimeError, match="no evaluator is installed"):
         jnp.sin(jnp.arange(3.0))
@@ -144,16 +131,16 @@ def _name_lookups(path: pathlib.Path) -> list[int]:
 
 
 def test_rules_are_looked_up_by_primitive_not_by_name():
-    found = {p.name: _name_lookups(p) for p in TRANSPILER.glob("*.py")}
+    found = {p.name: _name_lookups(p) for p in TRANSPILER.glob("*/*.py")}
     assert not {name: lines for name, lines in found.items() if lines}
 
 
 def test_a_new_elementwise_function_is_its_declaration_and_rules_in_one_place():
     # What math_functions.py does for exp or sin, done here for x * x: the declaration, the
     # lowering and the JVP; eager mode, jit, grad, vmap and jit over a mesh need nothing more.
-    from pyree.transpiler import primitives as P
-    from pyree.transpiler.ad_rules import const, defjvp, mul
-    from pyree.transpiler.lower import hlo, lowering_rules
+    from pyree.transpiler.core import primitives as P
+    from pyree.transpiler.interpreters.ad_rules import const, defjvp, mul
+    from pyree.transpiler.backend.lower import hlo, lowering_rules
     square_p = P.unary_primitive("square_for_test", P.NUMERIC)
     lowering_rules[square_p] = lambda ctx, x: hlo("multiply", ctx.out_type(), x, x)
     defjvp(square_p, lambda g, x: mul(g, mul(const(2, x), x)))
@@ -234,9 +221,9 @@ def _registrations(path: pathlib.Path) -> set:
 def test_each_primitive_has_its_rules_in_one_file():
     # The core primitives are named in primitives.py (the elementwise ones with their shape
     # rule); every rule of theirs, as of every other primitive, is registered by one family.
-    from pyree.transpiler import primitives as P
+    from pyree.transpiler.core import primitives as P
     files: dict = {}
-    for path in TRANSPILER.glob("*.py"):
+    for path in TRANSPILER.glob("*/*.py"):
         for table, primitive in _registrations(path):
             if (path.stem, table, primitive) not in ADDED_ELSEWHERE:
                 files.setdefault(primitive, set()).add(FAMILY_FILES.get(path.stem, path.stem))
@@ -246,17 +233,15 @@ def test_each_primitive_has_its_rules_in_one_file():
     assert files["add_p"] == files["select_p"] == files["eq_p"] == {"arithmetic"}   # (eq: loops)
     assert files["pad_p"] == {"shapes"} and files["reduce_sum_p"] == {"reductions"}
     assert files["dot_general_p"] == {"dot_general"}
-    from pyree.transpiler import eager
+    from pyree.transpiler.backend import eager
     assert eager.EAGER_RULES[P.reduce_sum_p].__module__.endswith(".reductions")
     assert core <= set(files), core - set(files)   # (every core primitive has its family)
 
 
 def test_the_transpiler_has_no_import_cycle():
     # (Imports inside functions count: a cycle is a cycle whenever it closes.)
-    graph = {path.stem: {name.split(".")[-1] if name.startswith("pyree.transpiler.") else name
-                         for name, _ in _imports(path.stem)}
-             for path in TRANSPILER.glob("*.py")}
-    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    graph = {m: {name for name, _ in _imports(m) if name in MODULES and name != m}
+             for m in MODULES}
     seen, on_path = set(), []
 
     def visit(module):

@@ -1,15 +1,15 @@
 """A scan step's products that read no carry run for all steps before the loop
-(transpiler/loop_hoisting.py): same values as the loop computing them step by step, forwards
-and in reverse, with per-step values the loop's outputs return directly, with values the same
-at every step, under grad and vmap; and nothing is hoisted where it would not gain."""
+(transpiler/families/loop_hoisting.py): same values as the loop computing them step by step,
+forwards and in reverse, with per-step values the loop's outputs return directly, with values the
+same at every step, under grad and vmap; and nothing is hoisted where it would not gain."""
 import numpy as np
 import pytest
 
 import pyree
 import pyree.numpy as jnp
 from pyree import lax
-from pyree.transpiler import control_flow, loop_hoisting
-from pyree.transpiler.lower import lower_closed_ir
+from pyree.transpiler.families import control_flow, loop_hoisting
+from pyree.transpiler.backend.lower import lower_closed_ir
 
 RNG = np.random.RandomState(7)
 N = 64   # 64 x 64 matrix-vector products: loop_hoisting.HOIST_MIN_MACS multiply-adds

@@ -1,5 +1,5 @@
-"""Rotated while loops (transpiler/loop_rotation.py): the condition is tested before the loop
-and at the end of the body; values, trip counts and nesting are as written."""
+"""Rotated while loops (transpiler/families/loop_rotation.py): the condition is tested before the
+loop and at the end of the body; values, trip counts and nesting are as written."""
 import re
 
 import numpy as np

@@ -8,7 +8,7 @@ import pytest
 import pyree
 import pyree.numpy as jnp
 from pyree import lax
-from pyree.transpiler import lower
+from pyree.transpiler.backend import lower
 
 from conftest import cpu_only
 

@@ -1281,7 +1281,7 @@ ERRORS = [  # (description, function of (x f32[2,3], i i32[2,3], y f32[3,2], v f
 
 
 def P_argmax(x, axes):
-    from pyree.transpiler import primitives as P
+    from pyree.transpiler.core import primitives as P
     return P.argmax_p.bind(x, axes=axes, index_dtype=np.dtype(np.int32))
 
 

@@ -112,7 +112,8 @@ def test_permutation_two_rounds():
 
 
 def test_normal_bit_for_bit():
-    # erf_inv rounds as XLA's CPU code does (transpiler/float32_math.py), eagerly and in jit.
+    # erf_inv rounds as XLA's CPU code does (transpiler/backend/float32_math.py), eagerly and in
+    # jit.
     eq(random.normal(KEY, (8,)), NORMAL, np.float32)
     eq(pyree.jit(lambda k: random.normal(k, (8,)))(KEY), NORMAL, np.float32)
     eq(random.normal(KEY, (6,), jnp.float16).astype(np.float32), NORMAL_F16, np.float32)

@@ -209,7 +209,7 @@ def test_row_reductions_in_vector_wide_columns_keep_their_values(monkeypatch):
     """Float32 rows of 8k elements (k odd) are reduced as (k, 8) on the CPU, the 8 columns
     first (reductions.ROW_VECTOR_WIDTH): max/min keep NaN, signed zeros and infinities as the
     reduction in one pass does, bit for bit, and sums stay accurate."""
-    from pyree.transpiler import reductions
+    from pyree.transpiler.families import reductions
     rng = np.random.default_rng(3)
     x = (rng.normal(size=(6, 1000)) + 3).astype(np.float32)
     x[1, 17] = np.nan

@@ -1,5 +1,5 @@
 """``jit`` over arguments placed with ``NamedSharding``: the computation follows the sharding
-(stdlib/_sharded_jit.py, transpiler/partition.py).
+(stdlib/_sharded_jit.py, transpiler/programs/partition.py).
 
 In this process (one device is enough to trace): the partitioned program of each rule, traced
 for 2 and 4 devices, has the layouts the rules promise, and combines devices (transfers) only
@@ -17,10 +17,11 @@ import pytest
 import pyree
 import pyree.numpy as jnp
 from pyree import lax
-from pyree.transpiler import partition, primitives as P
-from pyree.transpiler.ir import ShapedArray
-from pyree.transpiler.spmd import transfer_p
-from pyree.transpiler.trace import get_aval, trace_to_ir
+from pyree.transpiler.programs import partition
+from pyree.transpiler.core import primitives as P
+from pyree.transpiler.core.ir import ShapedArray
+from pyree.transpiler.backend.spmd import transfer_p
+from pyree.transpiler.core.trace import get_aval, trace_to_ir
 from test_sharding import _run_on_devices
 
 
@@ -245,7 +246,7 @@ def test_sharding_constraint_changes_the_layout():
     assert _count(ir, transfer_p) == n * (n - 1) and _count(ir, P.concatenate_p) == n
     assert [get_aval(v).shape for v in box["outs"][0]] == [(4, 3), (4, 3)]
     # Its transpose: the cotangent constrained as the value is (the value itself is unused).
-    from pyree.transpiler.partition import sharding_constraint_p
+    from pyree.transpiler.programs.partition import sharding_constraint_p
     grad_ir = pyree.make_ir(pyree.grad(lambda x: lax.with_sharding_constraint(
         x * x, whole).sum()))(_X)
     assert _count(grad_ir, sharding_constraint_p) == 1

@@ -19,7 +19,7 @@ import pyree.numpy as jnp
 from pyree import lax
 from pyree.errors import ConcretizationTypeError
 from pyree.test_util import check_grads
-from pyree.transpiler import sorting
+from pyree.transpiler.families import sorting
 
 SPECIAL = np.array([0.0, -0.0, np.nan, 1.0, -np.nan, -1.0, 0.0, -0.0, np.inf, -np.inf],
                    np.float32)
@@ -647,7 +647,7 @@ def test_vmap():
 
 def test_eager_long_sort_is_compiled_for_its_shape():
     # Eagerly, a long sort is compiled for its shape (the radix sort here, see sorting.py).
-    from pyree.transpiler import sorting
+    from pyree.transpiler.families import sorting
     rng = np.random.RandomState(3)
     x = rng.randn(3000).astype(np.float32)
     assert sorting._eager_static(x.shape, 0)

@@ -20,8 +20,8 @@ import pyree.numpy as jnp
 from pyree import lax, tree_util
 from pyree.errors import TracerBoolConversionError
 from pyree.transpiler import converted_source
-from pyree.transpiler.convert import converted, is_library
-from pyree.transpiler.operators import ConversionError
+from pyree.transpiler.frontend.convert import converted, is_library
+from pyree.transpiler.frontend.operators import ConversionError
 
 from conftest import ON_CPU
 
@@ -1437,7 +1437,7 @@ def test_scan_loops_count_on_the_host():
     # A scan's loop over its chunks is an scf.for: its counter stays on the host, where a
     # stablehlo.while's tensor counter and condition were read back from the device at every
     # iteration (two waits per iteration on a GPU).
-    from pyree.transpiler.lower import lower_closed_ir
+    from pyree.transpiler.backend.lower import lower_closed_ir
     f = lambda x: lax.scan(lambda c, v: (c * 0.5 + v, c.sum()), x[0], x)  # noqa: E731
     x = np.random.default_rng(4).normal(size=(100, 3)).astype(np.float32)
     text = lower_closed_ir(pyree.make_ir(f)(x)).text_without_locations

@@ -301,9 +301,10 @@ def test_custom_lin_batches_with_the_vectorized_bwd():
     # The linear part of a custom_vjp call (residuals, tangents) -> tangents, batched, then
     # transposed: its cotangents come from the vmapped bwd. (Public transformations transpose
     # custom_lin before any vmap sees it, so this is checked on the IR.)
-    from pyree.transpiler import ad, batching, custom_derivatives as cd
-    from pyree.transpiler.trace import eval_ir, trace_region
-    from pyree.transpiler.ir import ClosedIR, ShapedArray
+    from pyree.transpiler.interpreters import ad, batching
+    from pyree.transpiler.families import custom_derivatives as cd
+    from pyree.transpiler.core.trace import eval_ir, trace_region
+    from pyree.transpiler.core.ir import ClosedIR, ShapedArray
     scalar = ShapedArray((), np.dtype(np.float32))
     info = cd.CallInfo((_clip_bwd, tree_util.tree_structure(0.0)),
                        tree_util.tree_structure((0.0, 0.0)), tree_util.tree_structure(0.0), 1, ())

@@ -37,14 +37,16 @@ rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``, ``eager.BRANC
 """
 import importlib
 
-from .convert import converted_source
+from .frontend.convert import converted_source
 
 __all__ = ["converted_source"]
 
 # Modules that only register (a family's rules, a rewrite before lowering) and that no module
 # imports them for: importing the transpiler registers them.
-for _family in ("arithmetic", "shapes", "reductions", "dot_general", "control_flow",
-                "control_flow_ad", "control_flow_batching", "control_flow_spmd", "loop_hoisting",
-                "loop_rotation", "ad_rules", "custom_derivatives", "gather_scatter",
-                "host_callbacks"):
-    importlib.import_module(f".{_family}", __name__)
+for _module in ("families.arithmetic", "families.shapes", "families.reductions",
+                "families.dot_general", "families.control_flow", "families.control_flow_ad",
+                "families.control_flow_batching", "families.control_flow_spmd",
+                "families.loop_hoisting", "families.loop_rotation", "interpreters.ad_rules",
+                "families.custom_derivatives", "families.gather_scatter",
+                "families.host_callbacks"):
+    importlib.import_module(f".{_module}", __name__)

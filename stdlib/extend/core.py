@@ -15,10 +15,10 @@ Example::
             env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
         return [read(v) for v in jaxpr.outvars]
 """
-from pyree.transpiler.ir import IR as Jaxpr
-from pyree.transpiler.ir import ClosedIR as ClosedJaxpr
-from pyree.transpiler.ir import Eqn as JaxprEqn
-from pyree.transpiler.ir import Literal, ShapedArray, Var
-from pyree.transpiler.trace import Primitive
+from pyree.transpiler.core.ir import IR as Jaxpr
+from pyree.transpiler.core.ir import ClosedIR as ClosedJaxpr
+from pyree.transpiler.core.ir import Eqn as JaxprEqn
+from pyree.transpiler.core.ir import Literal, ShapedArray, Var
+from pyree.transpiler.core.trace import Primitive
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "ShapedArray", "Var"]

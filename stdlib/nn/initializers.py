@@ -32,8 +32,8 @@ from pyree import random
 from pyree.numpy.linalg import _loop  # a for loop as a while_loop beyond two steps
 from pyree.random import _shape_tuple
 from pyree.numpy._util import requested_dtype
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import get_aval
 
 __all__ = [
     "Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",

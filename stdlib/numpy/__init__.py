@@ -14,7 +14,7 @@ import numpy as _np
 
 from pyree import dtypes as _dtypes
 from pyree.runtime.array import Array as _Array
-from pyree.transpiler.trace import Tracer as _Tracer
+from pyree.transpiler.core.trace import Tracer as _Tracer
 
 from . import _array_methods
 # Each module lists its public functions in __all__.
@@ -130,7 +130,7 @@ newaxis = None
 
 def shape(a) -> tuple:
     """The shape of an array or scalar. Example: ``jnp.shape(jnp.ones((2, 3)))`` -> (2, 3)"""
-    from pyree.transpiler.trace import get_aval
+    from pyree.transpiler.core.trace import get_aval
     return get_aval(a).shape if not isinstance(a, (list, tuple)) else _np.shape(a)
 
 
@@ -149,7 +149,7 @@ def iscomplexobj(x) -> bool:
     """Whether ``x`` has a complex dtype (whatever its values).
     Example: ``jnp.iscomplexobj(jnp.ones(2, jnp.complex64))`` -> True"""
     if isinstance(x, (_Array, _Tracer)):
-        from pyree.transpiler.trace import get_aval
+        from pyree.transpiler.core.trace import get_aval
         return get_aval(x).dtype.kind == "c"
     return _np.iscomplexobj(x)
 

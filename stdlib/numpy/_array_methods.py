@@ -7,7 +7,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pyree.runtime.array import Array
-from pyree.transpiler.trace import Tracer, get_aval
+from pyree.transpiler.core.trace import Tracer, get_aval
 
 from . import (_creation, _indexing, _linalg, _reductions, _shape, _sorting, _ufuncs,
                _windows)

@@ -19,8 +19,8 @@ import numpy as np
 
 from pyree import dtypes, lax
 from pyree.runtime.array import Array, device_put_numpy
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import Tracer, TypedScalar, canonicalize_array, get_aval
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import Tracer, TypedScalar, canonicalize_array, get_aval
 
 from ._util import PY_SCALARS, convert, default_float_dtype, requested_dtype, typed_scalar
 

@@ -33,10 +33,10 @@ import numpy as np
 from pyree import dtypes, lax
 from pyree.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from pyree.runtime.array import Array
-from pyree.transpiler import gather_scatter as GS
-from pyree.transpiler.gather_scatter import GatherScatterMode
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import Tracer, TypedScalar, get_aval
+from pyree.transpiler.families import gather_scatter as GS
+from pyree.transpiler.families.gather_scatter import GatherScatterMode
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import Tracer, TypedScalar, get_aval
 
 from ._util import broadcast_to_shape, convert, typed_scalar
 

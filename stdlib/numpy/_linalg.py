@@ -13,8 +13,8 @@ from typing import Any, Optional
 import numpy as np
 
 from pyree import lax
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import get_aval
 
 from ._creation import asarray
 from ._util import (broadcast_operands, broadcast_shapes, broadcast_to_shape, canonical_axis,

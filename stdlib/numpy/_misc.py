@@ -23,8 +23,8 @@ import numpy as np
 from pyree import dtypes, lax
 from pyree.errors import ConcretizationTypeError
 from pyree.runtime.array import Array
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import Tracer, get_aval
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import Tracer, get_aval
 
 from ._creation import asarray, array, linspace, zeros
 from ._shape import _slice_axis, concatenate, gather_onehot, ravel

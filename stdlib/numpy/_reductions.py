@@ -16,8 +16,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from pyree import dtypes, lax
-from pyree.transpiler.jit import compiled_when_hot
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.programs.jit import compiled_when_hot
+from pyree.transpiler.core.trace import get_aval
 
 from ._util import (broadcast_to_shape, canonical_axes, canonical_axis, check_arraylike,
                     convert, requested_dtype, to_inexact_dtype,

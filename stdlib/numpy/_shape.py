@@ -18,8 +18,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from pyree import lax
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import get_aval
 
 from ._util import (broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike,
                     promote_dtypes)
@@ -233,7 +233,7 @@ def _asarray(a: Any) -> Any:
 def _concrete(value: Any, fn: str, what: str) -> Any:
     """``value`` as a NumPy value; a traced value raises ConcretizationTypeError."""
     from pyree.errors import ConcretizationTypeError
-    from pyree.transpiler.trace import Tracer
+    from pyree.transpiler.core.trace import Tracer
     if isinstance(value, Tracer) or (isinstance(value, (list, tuple)) and
                                      builtin_any(isinstance(v, Tracer) for v in value)):
         raise ConcretizationTypeError(
@@ -442,7 +442,7 @@ def broadcast_arrays(*args: Any) -> list:
 
 def _sequence(tup: Any, name: str) -> list:
     from pyree.runtime.array import Array
-    from pyree.transpiler.trace import Tracer
+    from pyree.transpiler.core.trace import Tracer
     if isinstance(tup, (Array, Tracer)):
         return unstack(tup) if get_aval(tup).ndim else [tup]
     if isinstance(tup, (list, tuple, np.ndarray)):
@@ -717,7 +717,7 @@ def repeat(a: Any, repeats: Any, axis: Optional[int] = None, *,
         jnp.repeat(jnp.array([1, 2]), jnp.array([1, 3]))   # [1, 2, 2, 2]
     """
     from pyree.errors import ConcretizationTypeError
-    from pyree.transpiler.trace import Tracer
+    from pyree.transpiler.core.trace import Tracer
     check_arraylike("repeat", a)
     if axis is None:
         a = ravel(a)
@@ -851,7 +851,7 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
 
         jnp.roll(jnp.arange(5), 2)   # [3, 4, 0, 1, 2]
     """
-    from pyree.transpiler.trace import Tracer
+    from pyree.transpiler.core.trace import Tracer
     check_arraylike("roll", a)
     a = _asarray(a)
     aval = get_aval(a)
@@ -1122,7 +1122,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
 
 def _pad_constant(array: Any, widths: list, values: Any) -> Any:
     from pyree.runtime.array import Array
-    from pyree.transpiler.trace import Tracer
+    from pyree.transpiler.core.trace import Tracer
     from ._util import convert
     aval = get_aval(array)
     if isinstance(values, (Array, Tracer)) and get_aval(values).ndim == 0:
@@ -1153,7 +1153,7 @@ def _pad_constant(array: Any, widths: list, values: Any) -> Any:
 
 def _scalar_value(x: Any) -> Any:
     """A host scalar converted for ``lax.pad``'s padding value (NumPy casting: truncation)."""
-    from pyree.transpiler.trace import TypedScalar
+    from pyree.transpiler.core.trace import TypedScalar
     from ._util import typed_scalar
     if isinstance(x, TypedScalar):
         value = np.asarray(x.value)

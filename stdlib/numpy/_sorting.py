@@ -1,7 +1,7 @@
 """Sorting and searching in ``pyree.numpy``: sort, argsort, lexsort, searchsorted, unique,
 nonzero, flatnonzero, argwhere, median, quantile, percentile and their NaN-ignoring forms.
 
-Everything is composed from the ``sort`` primitive (transpiler/sorting.py) and the core
+Everything is composed from the ``sort`` primitive (transpiler/families/sorting.py) and the core
 primitives, so it runs eagerly, under ``jit``, ``grad`` and ``vmap`` alike. Selections whose
 length depends on the data (``unique``, ``nonzero``) are a stable sort of a key that puts the
 wanted positions first, cut to the count (eagerly) or to ``size=`` (under ``jit``).
@@ -25,10 +25,10 @@ import numpy as np
 from pyree import lax
 from pyree.errors import ConcretizationTypeError
 from pyree.runtime.array import Array
-from pyree.transpiler import primitives as P
-from pyree.transpiler import sorting
-from pyree.transpiler.source import where as _where
-from pyree.transpiler.trace import Tracer, get_aval
+from pyree.transpiler.core import primitives as P
+from pyree.transpiler.families import sorting
+from pyree.transpiler.core.source import where as _where
+from pyree.transpiler.core.trace import Tracer, get_aval
 
 from ._util import (canonical_axes, canonical_axis, check_arraylike, convert,
                     promote_dtypes, promote_dtypes_inexact, typed_scalar)

@@ -29,8 +29,8 @@ import numpy as np
 
 from pyree import dtypes, lax
 from pyree.runtime.array import Array
-from pyree.transpiler.jit import compiled_when_hot
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.programs.jit import compiled_when_hot
+from pyree.transpiler.core.trace import get_aval
 
 from ._util import (broadcast_operands, check_arraylike, convert,
                     promote_dtypes, promote_dtypes_inexact, promote_dtypes_numeric, typed_scalar)
@@ -587,7 +587,7 @@ def _real_inexact(name: str, *args: Any) -> list:
 
 
 def _where_loc() -> str:
-    from pyree.transpiler.source import where as _where
+    from pyree.transpiler.core.source import where as _where
     return _where(None)
 
 
@@ -1284,7 +1284,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
         x = jnp.arange(5)
         jnp.select([x < 2, x > 3], [x, x ** 2], default=-1)   # [0, 1, -1, -1, 16]
     """
-    from pyree.transpiler.source import where as _loc
+    from pyree.transpiler.core.source import where as _loc
     if len(condlist) != len(choicelist):
         raise ValueError(f"jnp.select: condlist must have length equal to choicelist "
                          f"({len(condlist)} vs {len(choicelist)}){_loc(None)}")

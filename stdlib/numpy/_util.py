@@ -9,8 +9,8 @@ import numpy as np
 
 from pyree import dtypes, lax
 from pyree.runtime.array import Array
-from pyree.transpiler.source import user_loc, where
-from pyree.transpiler.trace import Tracer, TypedScalar, get_aval
+from pyree.transpiler.core.source import user_loc, where
+from pyree.transpiler.core.trace import Tracer, TypedScalar, get_aval
 
 PY_SCALARS = (bool, int, float, complex)
 ARRAY_TYPES = (Array, Tracer, np.ndarray, np.generic, TypedScalar)

@@ -17,8 +17,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from pyree import dtypes, lax
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import get_aval
 
 from ._util import (canonical_axis, check_arraylike, convert, promote_dtypes,
                     promote_dtypes_inexact, requested_dtype, typed_scalar)

@@ -29,8 +29,8 @@ import numpy as np
 from pyree import dtypes, lax
 from pyree._lax_fft import FftType, transform
 from pyree.runtime.array import Array
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import Tracer, get_aval
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import Tracer, get_aval
 
 from ._creation import asarray
 from ._shape import roll

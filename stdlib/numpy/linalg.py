@@ -31,9 +31,9 @@ import numpy as np
 import pyree.numpy as jnp
 from pyree import lax
 from pyree._custom_derivatives import custom_jvp
-from pyree.transpiler.jit import jit
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.programs.jit import jit
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import get_aval
 
 from ._util import (broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike,
                     promote_dtypes_inexact)
@@ -154,7 +154,7 @@ def _matmul(x: Any, y: Any) -> Any:
     factorizations' matrices), is an elementwise product summed, no contraction at all; a
     larger one is formed from four real products (what one complex product costs), each
     computed transposed, ``(y^T x^T)^T``: the lowering puts a barrier between a data-tiled
-    product and a transpose of its result (transpiler/lower.py, ``_transpose_rule``), which
+    product and a transpose of its result (transpiler/backend/lower.py, ``_transpose_rule``), which
     keeps the complex consumer out of the product's dispatch."""
     if not (_is_complex(x) or _is_complex(y)):
         return jnp.matmul(x, y)

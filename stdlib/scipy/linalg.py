@@ -31,9 +31,9 @@ from pyree._custom_derivatives import custom_jvp
 from pyree._vmap import vmap
 from pyree.numpy import linalg as _la
 from pyree.numpy._util import check_arraylike, promote_dtypes_inexact
-from pyree.transpiler.jit import jit
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.programs.jit import jit
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import get_aval
 
 _INT = np.dtype(np.int32)
 

@@ -29,9 +29,9 @@ import pyree.numpy as jnp
 from pyree import lax
 from pyree.numpy._util import (broadcast_shapes, canonical_axis, check_arraylike,
                                promote_dtypes_inexact)
-from pyree.transpiler.jit import jit
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.programs.jit import jit
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import get_aval
 
 _MODES = ("full", "same", "valid")
 # SciPy's boundary names (and aliases) -> jnp.pad's modes.

@@ -40,7 +40,7 @@ from pyree import numpy as jnp
 from pyree._custom_derivatives import custom_jvp
 from pyree._lax_special import fused_multiply_add
 from pyree.numpy._util import check_arraylike, promote_dtypes_inexact
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.core.trace import get_aval
 
 __all__ = [
     "beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit",

@@ -13,7 +13,7 @@ import numpy as np
 import pyree.numpy as jnp
 from pyree import lax
 from pyree._autodiff import value_and_grad
-from pyree.transpiler.jit import jit
+from pyree.transpiler.programs.jit import jit
 
 _ZOOM_MAXITER = 30
 

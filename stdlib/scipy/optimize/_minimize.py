@@ -12,9 +12,9 @@ from pyree import lax
 from pyree._autodiff import value_and_grad
 from pyree.numpy._util import check_arraylike, promote_dtypes_inexact
 from pyree.scipy.optimize._line_search import _line_search
-from pyree.transpiler.jit import jit
-from pyree.transpiler.source import where
-from pyree.transpiler.trace import get_aval
+from pyree.transpiler.programs.jit import jit
+from pyree.transpiler.core.source import where
+from pyree.transpiler.core.trace import get_aval
 
 _BFGS_OPTIONS = ("maxiter", "gtol", "norm", "line_search_maxiter")
 
