@@ -158,7 +158,8 @@ def test_a_new_elementwise_function_is_its_declaration_and_rules_in_one_place():
 
 RULE_TABLES = ("abstract_eval_rules", "lowering_rules", "jvp_rules", "transpose_rules",
                "batching_rules", "EAGER_RULES", "DYNAMIC_PARAMS")
-RULE_DECLARERS = ("defjvp", "defjvp_zero", "deflinear")
+RULE_DECLARERS = ("defjvp", "defjvp_zero", "deflinear", "elementwise_unary",
+                  "elementwise_binary")
 # Rules a family adds to another's primitive, with the reason: dynamic_slice and
 # dynamic_update_slice with a start index per example batch into a gather and a scatter.
 ADDED_ELSEWHERE = {("gather_scatter", "batching_rules", "dynamic_slice_p"),
@@ -166,6 +167,11 @@ ADDED_ELSEWHERE = {("gather_scatter", "batching_rules", "dynamic_slice_p"),
 # A family in several files: control flow (its derivatives and batching are long enough).
 FAMILY_FILES = {"control_flow_ad": "control_flow", "control_flow_batching": "control_flow",
                 "control_flow_spmd": "control_flow"}
+
+
+def _declared_table(func: ast.AST) -> str:
+    name = getattr(func, "id", None) or getattr(func, "attr", None)
+    return "abstract_eval_rules" if name.startswith("elementwise_") else "jvp_rules"
 
 
 def _primitive_names(node: ast.AST, tables: dict) -> set:
@@ -203,10 +209,11 @@ def _registrations(path: pathlib.Path) -> set:
                                 and t.value.id in RULE_TABLES):
                             keys = _primitive_names(t.slice, {}) or loop_primitives
                             found.update((t.value.id, k) for k in keys)
-                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and (
-                        n.func.id in RULE_DECLARERS and n.args):
+                elif isinstance(n, ast.Call) and n.args and (
+                        getattr(n.func, "id", None) in RULE_DECLARERS
+                        or getattr(n.func, "attr", None) in RULE_DECLARERS):
                     keys = _primitive_names(n.args[0], {}) or loop_primitives
-                    found.update(("jvp_rules", k) for k in keys)
+                    found.update((_declared_table(n.func), k) for k in keys)
                 elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                       and n.func.attr == "update" and isinstance(n.func.value, ast.Name)
                       and n.func.value.id in RULE_TABLES and n.args

@@ -4,12 +4,13 @@ without importing the families above them.
 
 Each primitive is one ``Primitive`` object; every rule about it lives in a table keyed by it
 (``abstract_eval_rules``, ``lowering_rules``, the JVP, transpose and batching tables), filled by
-the file of its family: arithmetic, comparisons, ``select`` and conversions in arithmetic.py,
-shapes in shapes.py, reductions in reductions.py, ``dot_general`` in dot_general.py. The
-elementwise ones are declared with ``unary_primitive`` / ``binary_primitive``, which give them
-their one-line shape rule and join them to ``ELEMENTWISE``. Primitives are strict like
-``jax.lax``: operands of elementwise operations have equal dtypes and equal shapes, except that
-rank-0 operands broadcast.
+the file of its family (families/): arithmetic, comparisons, ``select`` and conversions in
+arithmetic.py, shapes in shapes.py, reductions in reductions.py, ``dot_general`` in
+dot_general.py. This module holds what those files share: the dtype kinds, the checks of
+elementwise operands, and ``elementwise_unary`` / ``elementwise_binary`` (a primitive's shape
+rule, and membership of ``ELEMENTWISE``), with ``unary_primitive`` / ``binary_primitive`` to
+declare a new one. Primitives are strict like ``jax.lax``: operands of elementwise operations
+have equal dtypes and equal shapes, except that rank-0 operands broadcast.
 
 Example: ``add_p.bind(x, y)``; a new elementwise function is declared in its family's file,
 ``cosh_p = unary_primitive("cosh", FLOATING)``.
@@ -85,12 +86,13 @@ def same_dtypes(name: str, avals: Sequence[ShapedArray]) -> np.dtype:
 ELEMENTWISE: set = set()
 
 
-def unary_primitive(name: str, kinds: tuple[str, str], out_dtype=None) -> Primitive:
-    """A new elementwise primitive of one operand of the dtype ``kinds`` (NUMERIC, ...), with
-    its abstract evaluation: the operand's aval (``out_dtype(dtype)`` gives another dtype).
+def elementwise_unary(prim: Primitive, kinds: tuple[str, str], out_dtype=None) -> Primitive:
+    """``prim`` made an elementwise primitive of one operand of the dtype ``kinds`` (NUMERIC,
+    ...), with its abstract evaluation: the operand's aval (``out_dtype(dtype)`` gives another
+    dtype).
 
-    Example: ``sin_p = unary_primitive("sin", FLOATING)``"""
-    prim = Primitive(name)
+    Example: ``elementwise_unary(neg_p, NUMERIC)``"""
+    name = prim.name
     ELEMENTWISE.add(prim)
 
     def rule(x: ShapedArray, **params) -> ShapedArray:
@@ -104,18 +106,20 @@ def unary_primitive(name: str, kinds: tuple[str, str], out_dtype=None) -> Primit
     return prim
 
 
+def unary_primitive(name: str, kinds: tuple[str, str], out_dtype=None) -> Primitive:
+    """A new elementwise primitive of one operand (``elementwise_unary``).
 
-# (The mathematical functions, exp ... atan2, are math_functions.py's.)
-neg_p = unary_primitive("neg", NUMERIC)
-not_p = unary_primitive("not", INTEGER_OR_BOOL)
+    Example: ``sin_p = unary_primitive("sin", FLOATING)``"""
+    return elementwise_unary(Primitive(name), kinds, out_dtype)
 
 
-def binary_primitive(name: str, kinds: tuple[str, str], compare: bool = False) -> Primitive:
-    """A new elementwise primitive of two operands of one dtype (a rank-0 one broadcasts), with
-    its abstract evaluation; ``compare``: its result is boolean.
+def elementwise_binary(prim: Primitive, kinds: tuple[str, str],
+                       compare: bool = False) -> Primitive:
+    """``prim`` made an elementwise primitive of two operands of one dtype (a rank-0 one
+    broadcasts), with its abstract evaluation; ``compare``: its result is boolean.
 
-    Example: ``atan2_p = binary_primitive("atan2", REAL_FLOATING)``"""
-    prim = Primitive(name)
+    Example: ``elementwise_binary(add_p, NUMERIC)``"""
+    name = prim.name
     ELEMENTWISE.add(prim)
 
     def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
@@ -130,32 +134,41 @@ def binary_primitive(name: str, kinds: tuple[str, str], compare: bool = False) -
     return prim
 
 
-add_p = binary_primitive("add", NUMERIC)
-sub_p = binary_primitive("sub", NUMERIC)
-mul_p = binary_primitive("mul", NUMERIC)
-div_p = binary_primitive("div", NUMERIC)
-max_p = binary_primitive("max", NUMERIC_OR_BOOL)
-min_p = binary_primitive("min", NUMERIC_OR_BOOL)
-and_p = binary_primitive("and", INTEGER_OR_BOOL)
-or_p = binary_primitive("or", INTEGER_OR_BOOL)
-xor_p = binary_primitive("xor", INTEGER_OR_BOOL)
-shift_left_p = binary_primitive("shift_left", INTEGER)
-shift_right_arithmetic_p = binary_primitive("shift_right_arithmetic", INTEGER)
-shift_right_logical_p = binary_primitive("shift_right_logical", INTEGER)
+def binary_primitive(name: str, kinds: tuple[str, str], compare: bool = False) -> Primitive:
+    """A new elementwise primitive of two operands (``elementwise_binary``).
 
-eq_p = binary_primitive("eq", NUMERIC_OR_BOOL, compare=True)
-ne_p = binary_primitive("ne", NUMERIC_OR_BOOL, compare=True)
-lt_p = binary_primitive("lt", ORDERED, compare=True)
-le_p = binary_primitive("le", ORDERED, compare=True)
-gt_p = binary_primitive("gt", ORDERED, compare=True)
-ge_p = binary_primitive("ge", ORDERED, compare=True)
+    Example: ``atan2_p = binary_primitive("atan2", REAL_FLOATING)``"""
+    return elementwise_binary(Primitive(name), kinds, compare)
 
-# select and conversions (elementwise too, with shape rules of their own: arithmetic.py)
+
+# -- the core primitives ---------------------------------------------------------------------------
+# Their names only: every rule of theirs, the shape rule too, is their family's.
+
+# arithmetic.py (the mathematical functions, exp ... atan2, are math_functions.py's)
+neg_p = Primitive("neg")
+not_p = Primitive("not")
+add_p = Primitive("add")
+sub_p = Primitive("sub")
+mul_p = Primitive("mul")
+div_p = Primitive("div")
+max_p = Primitive("max")
+min_p = Primitive("min")
+and_p = Primitive("and")
+or_p = Primitive("or")
+xor_p = Primitive("xor")
+shift_left_p = Primitive("shift_left")
+shift_right_arithmetic_p = Primitive("shift_right_arithmetic")
+shift_right_logical_p = Primitive("shift_right_logical")
+eq_p = Primitive("eq")
+ne_p = Primitive("ne")
+lt_p = Primitive("lt")
+le_p = Primitive("le")
+gt_p = Primitive("gt")
+ge_p = Primitive("ge")
 select_p = Primitive("select")
 convert_element_type_p = Primitive("convert_element_type")
 
-# -- shapes (shapes.py) ---------------------------------------------------------------------------
-
+# shapes.py
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 reshape_p = Primitive("reshape")
 transpose_p = Primitive("transpose")
@@ -167,8 +180,7 @@ concatenate_p = Primitive("concatenate")
 pad_p = Primitive("pad")
 iota_p = Primitive("iota")
 
-# -- reductions (reductions.py) -------------------------------------------------------------------
-
+# reductions.py
 reduce_sum_p = Primitive("reduce_sum")
 reduce_prod_p = Primitive("reduce_prod")
 reduce_max_p = Primitive("reduce_max")
@@ -178,8 +190,5 @@ reduce_or_p = Primitive("reduce_or")
 argmax_p = Primitive("argmax")
 argmin_p = Primitive("argmin")
 
-# -- contraction (dot_general.py) -----------------------------------------------------------------
-
+# dot_general.py
 dot_general_p = Primitive("dot_general")
-
-ELEMENTWISE.update({select_p, convert_element_type_p})

@@ -2,10 +2,10 @@
 interpreters build on, with every rule for them (the mathematical functions, exp ... atan2,
 are math_functions.py's).
 
-The core names these primitives (primitives.py: ``neg``, ``not``, ``add``, ``sub``,
+The core names these primitives (core/primitives.py: ``neg``, ``not``, ``add``, ``sub``,
 ``mul``, ``div``, ``max``, ``min``, the bitwise operations and shifts, ``eq`` ... ``ge``,
 ``select``, ``convert_element_type``), because derivatives and batching build expressions
-from them; the elementwise ones are declared there with their one-line shape rule.
+from them; everything else about them is here.
 
 * **Abstract evaluation**: like ``jax.lax``, operands have one dtype and equal shapes, except
   that rank-0 operands broadcast; ``select`` takes a boolean predicate; a conversion gives its
@@ -45,6 +45,21 @@ from ..backend.lower import (RuleContext, _compare, _splat, broadcast_to_result,
 
 # -- abstract evaluation --------------------------------------------------------------------------
 
+P.elementwise_unary(P.neg_p, P.NUMERIC)
+P.elementwise_unary(P.not_p, P.INTEGER_OR_BOOL)
+for _prim, _kinds in ((P.add_p, P.NUMERIC), (P.sub_p, P.NUMERIC), (P.mul_p, P.NUMERIC),
+                      (P.div_p, P.NUMERIC), (P.max_p, P.NUMERIC_OR_BOOL),
+                      (P.min_p, P.NUMERIC_OR_BOOL), (P.and_p, P.INTEGER_OR_BOOL),
+                      (P.or_p, P.INTEGER_OR_BOOL), (P.xor_p, P.INTEGER_OR_BOOL),
+                      (P.shift_left_p, P.INTEGER), (P.shift_right_arithmetic_p, P.INTEGER),
+                      (P.shift_right_logical_p, P.INTEGER)):
+    P.elementwise_binary(_prim, _kinds)
+for _prim, _kinds in ((P.eq_p, P.NUMERIC_OR_BOOL), (P.ne_p, P.NUMERIC_OR_BOOL),
+                      (P.lt_p, P.ORDERED), (P.le_p, P.ORDERED), (P.gt_p, P.ORDERED),
+                      (P.ge_p, P.ORDERED)):
+    P.elementwise_binary(_prim, _kinds, compare=True)
+
+
 def _select_rule(pred: ShapedArray, on_true: ShapedArray, on_false: ShapedArray) -> ShapedArray:
     if pred.dtype != np.bool_:
         raise TypeError(f"select requires a boolean predicate, got {pred.dtype.name}")
@@ -61,6 +76,8 @@ def _convert_rule(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool) -> Sh
 
 
 abstract_eval_rules[P.convert_element_type_p] = _convert_rule
+# (elementwise too: batched, partitioned and run eagerly as the others are)
+P.ELEMENTWISE.update({P.select_p, P.convert_element_type_p})
 
 
 # -- lowering ------------------------------------------------------------------------------------
