@@ -15,7 +15,7 @@ import numpy as np
 
 from pyree.transpiler.families import gather_scatter as _gs
 from pyree.transpiler.families.gather_scatter import (GatherDimensionNumbers, GatherScatterMode,
-                                             ScatterDimensionNumbers)
+                                                      ScatterDimensionNumbers)
 from pyree.transpiler.core.trace import Tracer as _Tracer
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",

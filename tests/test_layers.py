@@ -160,10 +160,6 @@ RULE_TABLES = ("abstract_eval_rules", "lowering_rules", "jvp_rules", "transpose_
                "batching_rules", "EAGER_RULES", "DYNAMIC_PARAMS")
 RULE_DECLARERS = ("defjvp", "defjvp_zero", "deflinear", "elementwise_unary",
                   "elementwise_binary")
-# Rules a family adds to another's primitive, with the reason: dynamic_slice and
-# dynamic_update_slice with a start index per example batch into a gather and a scatter.
-ADDED_ELSEWHERE = {("gather_scatter", "batching_rules", "dynamic_slice_p"),
-                   ("gather_scatter", "batching_rules", "dynamic_update_slice_p")}
 # A family in several files: control flow (its derivatives and batching are long enough).
 FAMILY_FILES = {"control_flow_ad": "control_flow", "control_flow_batching": "control_flow",
                 "control_flow_spmd": "control_flow"}
@@ -232,13 +228,13 @@ def test_each_primitive_has_its_rules_in_one_file():
     files: dict = {}
     for path in TRANSPILER.glob("*/*.py"):
         for table, primitive in _registrations(path):
-            if (path.stem, table, primitive) not in ADDED_ELSEWHERE:
-                files.setdefault(primitive, set()).add(FAMILY_FILES.get(path.stem, path.stem))
+            files.setdefault(primitive, set()).add(FAMILY_FILES.get(path.stem, path.stem))
     spread = {p: sorted(f) for p, f in files.items() if len(f) > 1}
     assert not spread, spread
     core = {n for n in dir(P) if n.endswith("_p")}
     assert files["add_p"] == files["select_p"] == files["eq_p"] == {"arithmetic"}   # (eq: loops)
-    assert files["pad_p"] == {"shapes"} and files["reduce_sum_p"] == {"reductions"}
+    assert files["pad_p"] == files["dynamic_slice_p"] == {"shapes"}
+    assert files["reduce_sum_p"] == {"reductions"}
     assert files["dot_general_p"] == {"dot_general"}
     from pyree.transpiler.backend import eager
     assert eager.EAGER_RULES[P.reduce_sum_p].__module__.endswith(".reductions")

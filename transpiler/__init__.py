@@ -2,11 +2,11 @@
 
 Its modules, grouped by layer from the core up. Each layer imports nothing from the layers
 above it, nothing below the front end imports it, and no import closes a cycle
-(tests/test_layers.py). What a layer needs from above is installed as a hook (``trace.hooks``: ``eager`` runs
-a primitive bound outside any trace; ``convert`` explains why a function was not converted and
-converts one; ``nan_check.apply_unchecked``) or registered by the module that defines it (the
-rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``, ``eager.BRANCH_PRIMITIVES``,
-``lower.WORK_ESTIMATES``, ``lower.rewrite_before_lowering``).
+(tests/test_layers.py). What a layer needs from above is installed as a hook (``trace.hooks``:
+``eager`` runs a primitive bound outside any trace; ``convert`` explains why a function was not
+converted and converts one; ``nan_check.apply_unchecked``) or registered by the module that
+defines it (the rule tables, ``prune.pruning_rules``, ``nan_check.descend_rules``,
+``eager.BRANCH_PRIMITIVES``, ``lower.WORK_ESTIMATES``, ``lower.rewrite_before_lowering``).
 
 * core: ``source`` (user source positions), ``ir`` (the IR, its region walks and rewrites),
   ``trace`` (tracing, ``bind``, evaluating IR), ``primitives`` (names the primitives the

@@ -259,7 +259,7 @@ nan_check.apply_unchecked = apply_unchecked
 
 
 def apply_kernel(primitive, arrays: list, avals_in: list, avals_out: list,
-                  params: dict) -> list[Array]:
+                 params: dict) -> list[Array]:
     """``primitive`` run by its shape-polymorphic kernel, as it is (no eager rule).
 
     Example: ``apply_kernel(P.reduce_sum_p, [x], [x.aval], [out_aval], {"axes": (0,)})``"""
@@ -373,5 +373,3 @@ def _apply_elementwise(primitive, arrays, avals_in, avals_out, params) -> list[A
     if kernel_out is not avals_out:
         results = [view(r, aval) for r, aval in zip(results, avals_out)]
     return results
-
-

@@ -29,7 +29,7 @@ from ..core.ir import ClosedIR, Var
 from ..core import primitives as P
 from ..core.source import where
 from ..core.trace import (Primitive, TypedScalar, abstract_eval_rules, bind, get_aval, located,
-                    read_env)
+                          read_env)
 from ..interpreters.batching import BatchAxis, _names_axis, named_axis_params
 from .lower import device_promise, lowering_rules, op
 

@@ -31,7 +31,7 @@ from ..core.ir import ShapedArray
 from ..core import primitives as P
 from ..core.source import user_loc
 from ..core.trace import (Primitive, Tracer, _state, abstract_eval_rules, current_builder,
-                    effectful_primitives)
+                          effectful_primitives)
 from ..interpreters.ad import jvp_rules
 from ..interpreters.batching import BatchAxis, batching_rules, broadcast_batched, moveaxis
 from ..backend.lower import _compare, index_constant, lowering_rules, mlir, op, scalar_like

@@ -24,8 +24,8 @@ from ..interpreters.nan_check import descend_rules, host_value
 from ..interpreters.prune import needed_carries, pick, pruning_rules, reads
 from ..backend import eager
 from ..backend.lower import (Lowering, RuleContext, _compare, hlo, i64_array, index_constant,
-                    kept_past_loop, lowering_rules, mlir, op, opaque_select, opaque_true,
-                    own_buffers, scalar_like, tensor_type)
+                             kept_past_loop, lowering_rules, mlir, op, opaque_select, opaque_true,
+                             own_buffers, scalar_like, tensor_type)
 
 cond_p = Primitive("cond", multiple_results=True)
 while_p = Primitive("while", multiple_results=True)

@@ -17,10 +17,10 @@ from pyree.runtime.array import Array, device_put_numpy
 
 from ..core.ir import IR, ClosedIR, Eqn, Literal, ShapedArray, Var
 from ..core.trace import (TypedScalar, bind, current_builder, get_aval, located, read_env,
-                    trace_region)
+                          trace_region)
 from ..interpreters import ad
 from ..interpreters.ad import (Zero, instantiate, is_undefined, jvp_eval, jvp_rules,
-                 partial_eval_rules, tangent_aval, transpose_ir, transpose_rules)
+                               partial_eval_rules, tangent_aval, transpose_ir, transpose_rules)
 from ..interpreters.nan_check import descend_rules, host_value
 from ..backend import eager
 from .control_flow import cond_p, nan_search_while, scan_p, taken_branch, while_p
@@ -510,7 +510,7 @@ jvp_rules[while_p] = _while_jvp
 
 from ..core.trace import Primitive, abstract_eval_rules
 from ..backend.lower import (RuleContext, _compare, hlo, kept_past_loop, lowering_rules, mlir, op,
-                    own_buffers, scalar_like, tensor_type)
+                             own_buffers, scalar_like, tensor_type)
 
 while_count_p = Primitive("while_count", multiple_results=True)
 counted_loop_p = Primitive("counted_loop", multiple_results=True)

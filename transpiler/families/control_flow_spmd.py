@@ -136,12 +136,12 @@ def _while_spmd(axis: SpmdAxis, per_device, *, cond_ir, body_ir, cond_nconsts: i
 
     def predicates(carries):
         outs = spmd_eval(as_closed(cond_ir), [cond_consts[i] + carries[i][:size]
-                                            for i in range(n)], axis)
+                                              for i in range(n)], axis)
         return [outs[i][0] for i in range(n)]
 
     def step(carries):
         new = spmd_eval(as_closed(body_ir), [body_consts[i] + carries[i][:size]
-                                           for i in range(n)], axis)
+                                             for i in range(n)], axis)
         if counted:
             one = TypedScalar(1, np.dtype(np.int32), False)
             new = [new[i] + [P.add_p.bind(carries[i][size], one)] for i in range(n)]
@@ -171,7 +171,7 @@ def _counted_loop_spmd(axis: SpmdAxis, per_device, *, body, num_consts: int,
         index = [P.sub_p.bind(P.sub_p.bind(hi[i], one), carries[i][0]) if reverse
                  else P.add_p.bind(lo[i], carries[i][0]) for i in range(n)]
         new = spmd_eval(as_closed(body), [[index[i]] + consts[i] + carries[i][1:]
-                                        for i in range(n)], axis)
+                                          for i in range(n)], axis)
         return [[P.add_p.bind(carries[i][0], one)] + new[i] for i in range(n)]
 
     return [carry[1:] for carry in _lockstep_loop(init, predicates, step)]

@@ -199,7 +199,7 @@ lowering_rules[custom_lin_p] = _custom_lin_lowering
 transpose_rules[custom_lin_p] = _custom_lin_transpose
 
 
-# -- batching --------------------------------------------------------------------------------------
+# -- batching -------------------------------------------------------------------------------------
 
 def _stop_gradient_batching(axis, values, dims):
     return [stop_gradient_p.bind(values[0])], [dims[0]]

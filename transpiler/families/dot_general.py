@@ -41,9 +41,10 @@ from ..interpreters.batching import batching_rules, example_axes
 from ..backend import cuda_gemm
 from ..backend.eager import EAGER_RULES, apply_unchecked, view
 from ..backend.lower import (_LOOP_OPS, GPU_PLAIN_FLOAT32_MACS, RuleContext, _bf16_split_product,
-                    _broadcasts_computed, _data_tiling_pays, _free_size, _splat, _splits_float32,
-                    contraction_operand, fusion_barrier, hlo, i64_array, i64_attr,
-                    lowered_products, lowering_rules, mlir, op, scalar_like, tensor_type)
+                             _broadcasts_computed, _data_tiling_pays, _free_size, _splat,
+                             _splits_float32, contraction_operand, fusion_barrier, hlo, i64_array,
+                             i64_attr, lowered_products, lowering_rules, mlir, op, scalar_like,
+                             tensor_type)
 
 
 # -- abstract evaluation --------------------------------------------------------------------------
@@ -84,7 +85,7 @@ abstract_eval_rules[P.dot_general_p] = _dot_general_rule
 # -- lowering -------------------------------------------------------------------------------------
 
 def _dot_general_lowering(ctx: RuleContext, lhs, rhs, *, dimension_numbers, precision=None,
-                      preferred_element_type=None):
+                          preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = contraction_operand(ctx, lhs), contraction_operand(ctx, rhs)
     fields = []

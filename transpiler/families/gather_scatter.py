@@ -31,14 +31,14 @@ import numpy as np
 from ..core.ir import IR, Eqn, ShapedArray, Var, inline, map_regions
 from ..core import primitives as P
 from ..core.trace import (Primitive, TypedScalar, abstract_eval_rules, get_aval, located, read_env,
-                    trace_to_ir)
+                          trace_to_ir)
 from ..interpreters.ad import Zero, instantiate, is_undefined, jvp_rules, transpose_rules, zeros
 from ..interpreters.batching import (batching_rules, broadcast_batched, moveaxis, to_front,
                                      with_weak_type)
 from ..backend.eager import STATIC_SHAPE_PRIMITIVES
 from ..backend.lower import (BF16_KEPT_PRIMITIVES, BF16_KEPT_WHEN, _compare, _reduce, fresh_copy,
-                    fusion_barrier, hlo, i64_array, i64_attr, lowering_rules, mlir, op,
-                    rewrite_before_lowering, scalar_like, tensor_type)
+                             fusion_barrier, hlo, i64_array, i64_attr, lowering_rules, mlir, op,
+                             rewrite_before_lowering, scalar_like, tensor_type)
 
 
 # -- parameters ---------------------------------------------------------------------------------
@@ -894,28 +894,6 @@ batching_rules[scatter_p] = _scatter_batch
 # dynamic_slice and dynamic_update_slice with a start per example are a gather and a scatter of
 # one window per example (with one start for the whole batch, they stay themselves).
 
-def _dynamic_slice_rule(axis, values, dims, *, slice_sizes):
-    x, *starts = values
-    xd, *sds = dims
-    if all(d is None for d in sds):
-        x = moveaxis(x, xd, 0)
-        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
-        out = P.dynamic_slice_p.bind(x, zero, *starts,
-                                     slice_sizes=(axis.size,) + tuple(slice_sizes))
-        return [out], [0]
-    return batched_start_slice(axis, x, xd, starts, sds, slice_sizes)
-
-
-def _dynamic_update_slice_rule(axis, values, dims):
-    x, update, *starts = values
-    xd, ud, *sds = dims
-    if all(d is None for d in sds):
-        x = to_front(x, xd, axis.size)
-        update = to_front(update, ud, axis.size)
-        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
-        return [P.dynamic_update_slice_p.bind(x, update, zero, *starts)], [0]
-    return batched_start_update(axis, x, xd, update, ud, starts, sds)
-
 
 def _clamped_starts(axis, starts, sds, dims_sizes, slice_sizes):
     """Per-example start positions (B,) per axis, clamped into range as dynamic_slice does."""
@@ -979,10 +957,6 @@ def batched_start_update(axis, x, xd, update, ud, starts, sds):
     out = scatter(x, index, update, dn, "replace", GatherScatterMode.CLIP,
                   indices_are_sorted=False, unique_indices=True)
     return [out], [0]
-
-
-batching_rules[P.dynamic_slice_p] = _dynamic_slice_rule
-batching_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_rule
 
 
 # -- sinking into elementwise producers (a rewrite of the IR before lowering) --------------------

@@ -45,10 +45,10 @@ from ..interpreters.ad_rules import (add, aval, const, defjvp, defjvp_zero, div,
                                      match_shape, mul, neg, select, sub, zeros_like)
 from ..backend import float32_math, float64_math
 from ..backend.lower import (COMPLEX128_FORMULAS, VULKAN_NO_COMPLEX128, VULKAN_NO_FLOAT64,
-                    RuleContext, _compare, _expm1_f64, _float64_formula,
-                    _log1p_f64, _splat, broadcast_to_result, division_rule, exponential,
-                    float32_formula, hlo, logarithm, lowering_rules, op, tensor_type,
-                    unary_op_rule)
+                             RuleContext, _compare, _expm1_f64, _float64_formula, _log1p_f64,
+                             _splat, broadcast_to_result, division_rule, exponential,
+                             float32_formula, hlo, logarithm, lowering_rules, op, tensor_type,
+                             unary_op_rule)
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 

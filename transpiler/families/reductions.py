@@ -41,8 +41,8 @@ from ..interpreters.ad_rules import (aval, convert, deflinear, defjvp_zero, div,
 from ..interpreters.batching import batching_rules, example_axes
 from ..backend.eager import EAGER_RULES, apply_kernel, view
 from ..backend.lower import (Lowering, RuleContext, _compare, _reduce, _splat, hlo, i64_attr,
-                    lowering_rules, merged_reduction_axes, op, scalar_like, shape_of, sum_block,
-                    tensor_type)
+                             lowering_rules, merged_reduction_axes, op, scalar_like, shape_of,
+                             sum_block, tensor_type)
 
 
 # -- abstract evaluation --------------------------------------------------------------------------

@@ -44,17 +44,20 @@ from ..interpreters.ad_rules import aval, const, deflinear, defjvp_zero, sub
 from ..interpreters.batching import (batching_rules, example_axes, moveaxis, to_front,
                                      with_weak_type)
 from ..backend.eager import (DYNAMIC_PARAMS, EAGER_RULES, EMPTY_OPERANDS_HANDLED, apply_kernel,
-                    apply_unchecked, view)
+                             apply_unchecked, view)
 from ..backend.lower import (RuleContext, _concatenate, _from_data_tiled_product, _splat, arith,
-                    bitcast_to, dim_i64, fusion_barrier, hlo, i64_array, i64_attr, i64_constant,
-                    index_constant, lowering_rules, mlir, op, shape_tensor, signless)
+                             bitcast_to, dim_i64, fusion_barrier, hlo, i64_array, i64_attr,
+                             i64_constant, index_constant, lowering_rules, mlir, op, shape_tensor,
+                             signless)
+from .gather_scatter import batched_start_slice, batched_start_update
 
 _F64 = np.dtype(np.float64)
 
 
 # -- abstract evaluation --------------------------------------------------------------------------
 
-def _broadcast_in_dim_rule(x: ShapedArray, *, shape: tuple, broadcast_dimensions: tuple) -> ShapedArray:
+def _broadcast_in_dim_rule(x: ShapedArray, *, shape: tuple,
+                           broadcast_dimensions: tuple) -> ShapedArray:
     if any(d < 0 for d in shape):
         raise TypeError(f"broadcast_in_dim got a negative dimension in shape {shape}")
     if len(broadcast_dimensions) != x.ndim:
@@ -130,7 +133,8 @@ def _check_start_indices(name: str, operand: ShapedArray, starts: Sequence[Shape
             raise TypeError(f"{name} start indices must be integer scalars, got {s.str_short()}")
 
 
-def _dynamic_slice_rule(operand: ShapedArray, *starts: ShapedArray, slice_sizes: tuple) -> ShapedArray:
+def _dynamic_slice_rule(operand: ShapedArray, *starts: ShapedArray,
+                        slice_sizes: tuple) -> ShapedArray:
     _check_start_indices("dynamic_slice", operand, starts)
     if len(slice_sizes) != operand.ndim or any(
             not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
@@ -176,7 +180,8 @@ def _concatenate_rule(*operands: ShapedArray, dimension: int) -> ShapedArray:
 abstract_eval_rules[P.concatenate_p] = _concatenate_rule
 
 
-def _pad_rule(operand: ShapedArray, padding_value: ShapedArray, *, padding_config: tuple) -> ShapedArray:
+def _pad_rule(operand: ShapedArray, padding_value: ShapedArray, *,
+              padding_config: tuple) -> ShapedArray:
     P.same_dtypes("pad", [operand, padding_value])
     if padding_value.shape != ():
         raise TypeError(f"pad needs a scalar padding value, got shape {padding_value.shape}")
@@ -710,6 +715,36 @@ def _pad_batching(axis, values, dims, *, padding_config):
 def _concatenate_batching(axis, values, dims, *, dimension):
     args = [to_front(v, d, axis.size) for v, d in zip(values, dims)]
     return [P.concatenate_p.bind(*args, dimension=dimension + 1)], [0]
+
+
+# With one start for the whole batch they stay themselves; with a start per example they are a
+# gather and a scatter of one window per example (gather_scatter.py builds them).
+
+def _dynamic_slice_batching(axis, values, dims, *, slice_sizes):
+    x, *starts = values
+    xd, *sds = dims
+    if all(d is None for d in sds):
+        x = moveaxis(x, xd, 0)
+        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
+        out = P.dynamic_slice_p.bind(x, zero, *starts,
+                                     slice_sizes=(axis.size,) + tuple(slice_sizes))
+        return [out], [0]
+    return batched_start_slice(axis, x, xd, starts, sds, slice_sizes)
+
+
+def _dynamic_update_slice_batching(axis, values, dims):
+    x, update, *starts = values
+    xd, ud, *sds = dims
+    if all(d is None for d in sds):
+        x = to_front(x, xd, axis.size)
+        update = to_front(update, ud, axis.size)
+        zero = TypedScalar(0, get_aval(starts[0]).dtype if starts else np.dtype(np.int32), False)
+        return [P.dynamic_update_slice_p.bind(x, update, zero, *starts)], [0]
+    return batched_start_update(axis, x, xd, update, ud, starts, sds)
+
+
+batching_rules[P.dynamic_slice_p] = _dynamic_slice_batching
+batching_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_batching
 
 
 batching_rules.update({

@@ -31,8 +31,9 @@ from ..interpreters.ad import Zero, add_tangents, is_undefined, jvp_rules, trans
 from ..interpreters.batching import batching_rules
 from ..backend import cuda_gemm, eager
 from ..backend.lower import (BF16_CONTRACTIONS, WORK_ESTIMATES, Lowering, RuleContext,
-                    _bf16_split_product, _splits_float32, contraction_operand,
-                    fusion_barrier, hlo, lowering_rules, mlir, op, scalar_like, tensor_type)
+                             _bf16_split_product, _splits_float32, contraction_operand,
+                             fusion_barrier, hlo, lowering_rules, mlir, op, scalar_like,
+                             tensor_type)
 
 
 class ConvDimensionNumbers(NamedTuple):

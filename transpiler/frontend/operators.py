@@ -21,7 +21,7 @@ from pyree.runtime.array import Array
 from ..core.ir import ShapedArray, closed_to_region
 from ..core.source import SourceLoc, user_loc
 from ..core.trace import (IRBuilder, Tracer, TypedScalar, current_builder, get_aval, has_effects,
-                    hooks, trace_region, tracing)
+                          hooks, trace_region, tracing)
 from ..families.control_flow import cond_p, region_with_extra_inputs, scan_p, while_p
 
 
