@@ -157,12 +157,23 @@ def test_a_new_elementwise_function_is_its_declaration_and_rules_in_one_place():
 # -- one primitive, one file ------------------------------------------------------------------------
 
 RULE_TABLES = ("abstract_eval_rules", "lowering_rules", "jvp_rules", "transpose_rules",
-               "batching_rules", "EAGER_RULES", "DYNAMIC_PARAMS")
+               "batching_rules", "EAGER_RULES", "DYNAMIC_PARAMS", "spmd_rules",
+               "pruning_rules", "descend_rules", "COMPLEX128_FORMULAS")
+# Sets of primitives that share a policy (bf16 kept, views, effects, eager per shape, ...).
+RULE_SETS = ("ELEMENTWISE", "BF16_KEPT_PRIMITIVES", "BF16_CONTRACTIONS", "VIEW_PRIMITIVES",
+             "FUSED_SHAPE_PRIMITIVES", "EMPTY_OPERANDS_HANDLED", "STATIC_SHAPE_PRIMITIVES",
+             "PASS_THROUGH_PRIMITIVES", "effectful_primitives", "VULKAN_NO_FLOAT64",
+             "VULKAN_NO_COMPLEX128")
 RULE_DECLARERS = ("defjvp", "defjvp_zero", "deflinear", "elementwise_unary",
                   "elementwise_binary")
 # A family in several files: control flow (its derivatives and batching are long enough).
 FAMILY_FILES = {"control_flow_ad": "control_flow", "control_flow_batching": "control_flow",
                 "control_flow_spmd": "control_flow"}
+
+
+def _table(node: ast.AST) -> str:
+    """The name of a table written as ``name`` or ``module.name``."""
+    return getattr(node, "id", None) or getattr(node, "attr", "")
 
 
 def _declared_table(func: ast.AST) -> str:
@@ -211,11 +222,15 @@ def _registrations(path: pathlib.Path) -> set:
                     keys = _primitive_names(n.args[0], {}) or loop_primitives
                     found.update((_declared_table(n.func), k) for k in keys)
                 elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                      and n.func.attr == "update" and isinstance(n.func.value, ast.Name)
-                      and n.func.value.id in RULE_TABLES and n.args
-                      and isinstance(n.args[0], ast.Dict)):
-                    found.update((n.func.value.id, k) for key in n.args[0].keys
-                                 for k in _primitive_names(key, {}))
+                      and n.func.attr == "update" and n.args
+                      and _table(n.func.value) in RULE_TABLES + RULE_SETS):
+                    table, arg = _table(n.func.value), n.args[0]
+                    keys = arg.keys if isinstance(arg, ast.Dict) else [arg]
+                    found.update((table, k) for key in keys for k in _primitive_names(key, {}))
+                elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                      and n.func.attr == "add" and n.args and _table(n.func.value) in RULE_SETS):
+                    keys = _primitive_names(n.args[0], {}) or loop_primitives
+                    found.update((_table(n.func.value), k) for k in keys)
 
     visit(tree.body, set())
     return found

@@ -509,8 +509,8 @@ class Lowering:
 # program: "indirect buffer reference slot 0 is out range" at run time), which 12 compiles and
 # runs right (2026-11-27, the GPU forms run on the CPU).
 FUSION_INPUT_LIMIT = {"cpu": 24, "cuda": 12, "vulkan": 12}
-# What IREE fuses into one elementwise dispatch besides P.ELEMENTWISE.
-_FUSED_SHAPE_OPS = frozenset({P.broadcast_in_dim_p, P.reshape_p, P.transpose_p})
+# What IREE fuses into one elementwise dispatch besides P.ELEMENTWISE (shapes.py fills it).
+FUSED_SHAPE_PRIMITIVES: set = set()
 
 
 class _FanIn:
@@ -542,7 +542,7 @@ class _FanIn:
     def record(self, eqn: Eqn, ins: Sequence, outs: Sequence) -> None:
         if self.limit is None:
             return
-        if eqn.primitive in P.ELEMENTWISE or eqn.primitive in _FUSED_SHAPE_OPS:
+        if eqn.primitive in P.ELEMENTWISE or eqn.primitive in FUSED_SHAPE_PRIMITIVES:
             tree = frozenset().union(*(self._of(v) for a, v in zip(eqn.inputs, ins)
                                        if not isinstance(a, Literal)))
             for value in outs:
@@ -1367,9 +1367,9 @@ _FUSIBLE_ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
     "convert", "broadcast_in_dim", "tanh", "exponential", "logistic"))
 
 
-# Primitives whose result IREE may make a view of their first operand's storage.
-VIEW_PRIMITIVES = frozenset({P.reshape_p, P.slice_p, P.dynamic_slice_p, P.convert_element_type_p,
-                             P.broadcast_in_dim_p, P.transpose_p})
+# Primitives whose result IREE may make a view of their first operand's storage (their families
+# fill it: shapes.py, arithmetic.py).
+VIEW_PRIMITIVES: set = set()
 
 
 def _concatenate(result_type, xs: Sequence, dimension: int):
@@ -1628,15 +1628,13 @@ def _free_size(aval: ShapedArray, contracting: Sequence[int], batch: Sequence[in
 # operands are widened too: IREE 3.13 ran a 512x512 bf16 matmul with bf16 operands in 755 ms on this znver3 machine
 # (no AVX512-BF16), where JAX took 5 ms.
 
-# Primitives that keep bf16 (the families defined elsewhere add theirs: gather, sort,
+# Primitives that keep bf16 (the families add theirs: the shapes, select, gather, sort,
 # bitcast_convert_type, stop_gradient), and those that keep it only for some params (scatter
 # replacing: primitive -> predicate(params)).
-BF16_KEPT_PRIMITIVES: set = {
-    P.reshape_p, P.transpose_p, P.broadcast_in_dim_p, P.slice_p, P.dynamic_slice_p,
-    P.dynamic_update_slice_p, P.concatenate_p, P.pad_p, P.rev_p, P.select_p}
+BF16_KEPT_PRIMITIVES: set = set()
 BF16_KEPT_WHEN: dict = {}
-# The contractions (windows.py adds conv_general_dilated).
-BF16_CONTRACTIONS: set = {P.dot_general_p}
+# The contractions (dot_general.py and windows.py add theirs).
+BF16_CONTRACTIONS: set = set()
 # Platforms whose contractions get float32 operands: on Vulkan too (IREE 3.13's SPIR-V code for
 # bf16 operands fails to compile; see contraction_operand).
 _BF16_WIDENED_CONTRACTIONS = frozenset({"cpu", "vulkan"})

@@ -39,8 +39,9 @@ from ..interpreters.ad import Zero, instantiate, is_undefined, jvp_rules, transp
 from ..interpreters.ad_rules import (add, aval, const, convert, defjvp, defjvp_zero, div,
                                      full_like, match_shape, mul, neg, select, sum_to)
 from ..backend.eager import EAGER_RULES, view
-from ..backend.lower import (RuleContext, _compare, _splat, broadcast_to_result, division_rule,
-                             hlo, lowering_rules, tensor_type, unary_op_rule)
+from ..backend.lower import (BF16_KEPT_PRIMITIVES, VIEW_PRIMITIVES, RuleContext, _compare, _splat,
+                             broadcast_to_result, division_rule, hlo, lowering_rules, tensor_type,
+                             unary_op_rule)
 
 
 # -- abstract evaluation --------------------------------------------------------------------------
@@ -155,6 +156,7 @@ def _select_lowering(ctx: RuleContext, pred, on_true, on_false):
 
 
 lowering_rules[P.select_p] = _select_lowering
+BF16_KEPT_PRIMITIVES.add(P.select_p)   # (it moves data)
 
 
 def _convert_lowering(ctx: RuleContext, x, *, new_dtype, weak_type):
@@ -188,6 +190,7 @@ def _convert_lowering(ctx: RuleContext, x, *, new_dtype, weak_type):
 
 
 lowering_rules[P.convert_element_type_p] = _convert_lowering
+VIEW_PRIMITIVES.add(P.convert_element_type_p)   # (of equal widths IREE may view the bits)
 
 
 def _saturating_convert(ctx: RuleContext, x, aval: ShapedArray, int_dtype: np.dtype):

@@ -40,11 +40,11 @@ from ..interpreters.ad_rules import aval, convert
 from ..interpreters.batching import batching_rules, example_axes
 from ..backend import cuda_gemm
 from ..backend.eager import EAGER_RULES, apply_unchecked, view
-from ..backend.lower import (_LOOP_OPS, GPU_PLAIN_FLOAT32_MACS, RuleContext, _bf16_split_product,
-                             _broadcasts_computed, _data_tiling_pays, _free_size, _splat,
-                             _splits_float32, contraction_operand, fusion_barrier, hlo, i64_array,
-                             i64_attr, lowered_products, lowering_rules, mlir, op, scalar_like,
-                             tensor_type)
+from ..backend.lower import (_LOOP_OPS, BF16_CONTRACTIONS, GPU_PLAIN_FLOAT32_MACS, RuleContext,
+                             _bf16_split_product, _broadcasts_computed, _data_tiling_pays,
+                             _free_size, _splat, _splits_float32, contraction_operand,
+                             fusion_barrier, hlo, i64_array, i64_attr, lowered_products,
+                             lowering_rules, mlir, op, scalar_like, tensor_type)
 
 
 # -- abstract evaluation --------------------------------------------------------------------------
@@ -285,6 +285,7 @@ def _is_narrow_contraction(ctx: RuleContext, lc, lb, rc, rb) -> bool:
 
 
 lowering_rules[P.dot_general_p] = _dot_general_lowering
+BF16_CONTRACTIONS.add(P.dot_general_p)
 
 
 # -- derivatives ----------------------------------------------------------------------------------

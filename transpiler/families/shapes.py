@@ -45,7 +45,8 @@ from ..interpreters.batching import (batching_rules, example_axes, moveaxis, to_
                                      with_weak_type)
 from ..backend.eager import (DYNAMIC_PARAMS, EAGER_RULES, EMPTY_OPERANDS_HANDLED, apply_kernel,
                              apply_unchecked, view)
-from ..backend.lower import (RuleContext, _concatenate, _from_data_tiled_product, _splat, arith,
+from ..backend.lower import (BF16_KEPT_PRIMITIVES, FUSED_SHAPE_PRIMITIVES, VIEW_PRIMITIVES,
+                             RuleContext, _concatenate, _from_data_tiled_product, _splat, arith,
                              bitcast_to, dim_i64, fusion_barrier, hlo, i64_array, i64_attr,
                              i64_constant, index_constant, lowering_rules, mlir, op, shape_tensor,
                              signless)
@@ -228,6 +229,14 @@ def _broadcast_in_dim_lowering(ctx: RuleContext, x, *, shape, broadcast_dimensio
                broadcast_dimensions=i64_array(broadcast_dimensions))
 
 
+# (Moving data: bf16 stays bf16; IREE fuses these into elementwise consumers; their results may
+# be views of their operands' storage.)
+BF16_KEPT_PRIMITIVES.update({P.reshape_p, P.transpose_p, P.broadcast_in_dim_p, P.slice_p,
+                             P.dynamic_slice_p, P.dynamic_update_slice_p, P.concatenate_p,
+                             P.pad_p, P.rev_p})
+FUSED_SHAPE_PRIMITIVES.update({P.broadcast_in_dim_p, P.reshape_p, P.transpose_p})
+VIEW_PRIMITIVES.update({P.reshape_p, P.slice_p, P.dynamic_slice_p, P.broadcast_in_dim_p,
+                        P.transpose_p})
 lowering_rules[P.broadcast_in_dim_p] = _broadcast_in_dim_lowering
 
 
