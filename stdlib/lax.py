@@ -18,6 +18,7 @@ import numpy as np
 from pyree import dtypes
 from pyree.transpiler.families import math_functions as M
 from pyree.transpiler.core import primitives as P
+from pyree.transpiler.core.promotion import bind_binary, scalar_as
 from pyree.transpiler.families import special as S
 from pyree.runtime.array import Array as _Array
 from pyree.transpiler.core.trace import Tracer as _Tracer
@@ -79,20 +80,9 @@ def precision_name(precision: Any) -> str:
 
 
 
-def _scalar_as(x: Any, like: Any) -> Any:
-    """A Python scalar operand takes the dtype of the array it is combined with (weakly)."""
-    from pyree.numpy._util import typed_scalar
-    aval = get_aval(like)
-    return typed_scalar(x, aval.dtype, weak_type=True)
-
-
 def _binary(prim):
     def fn(x: Any, y: Any) -> Any:
-        if isinstance(x, _PY_SCALARS) and not isinstance(y, _PY_SCALARS):
-            x = _scalar_as(x, y)
-        elif isinstance(y, _PY_SCALARS) and not isinstance(x, _PY_SCALARS):
-            y = _scalar_as(y, x)
-        return prim.bind(x, y)
+        return bind_binary(prim, x, y)   # (a Python scalar takes the other's dtype, weakly)
     fn.__name__ = prim.name
     fn.__doc__ = f"Elementwise ``{prim.name}`` (``jax.lax.{prim.name}``). Example: ``lax.{prim.name}(x, y)``"
     return fn
@@ -338,7 +328,7 @@ def pad(x: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int
     Example: ``lax.pad(x, 0.0, [(1, 1, 0)])``"""
     config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
     if isinstance(padding_value, _PY_SCALARS):
-        padding_value = _scalar_as(padding_value, x)
+        padding_value = scalar_as(padding_value, x)
     return P.pad_p.bind(x, padding_value, padding_config=config)
 
 

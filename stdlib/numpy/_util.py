@@ -9,6 +9,8 @@ import numpy as np
 
 from pyree import dtypes, lax
 from pyree.runtime.array import Array
+from pyree.transpiler.core.promotion import convert, promote_dtypes  # noqa: F401 (shared)
+from pyree.transpiler.core.promotion import promotion_operand as _promotion_operand
 from pyree.transpiler.core.source import user_loc, where
 from pyree.transpiler.core.trace import Tracer, TypedScalar, get_aval
 
@@ -43,38 +45,10 @@ def shape(x: Any) -> tuple:
     return get_aval(x).shape
 
 
-def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
-    """``x`` as ``dtype`` with the given weak type; concrete scalars convert without an op."""
-    if isinstance(x, PY_SCALARS + (np.generic, TypedScalar)):
-        value = x.value if isinstance(x, TypedScalar) else x
-        return typed_scalar(value, dtype, weak_type)
-    if isinstance(x, np.ndarray):
-        x = np.asarray(x)
-        if x.ndim == 0:
-            return typed_scalar(x[()], dtype, weak_type)
-    aval = get_aval(x)
-    if aval.dtype == dtype and aval.weak_type == weak_type:
-        return x
-    return lax.convert_element_type(x, dtype, weak_type)
 
 
-def promote_dtypes(*args: Any) -> list:
-    """Convert arguments to their common dtype under JAX's promotion rules (weak types too)."""
-    if len(args) < 2:
-        return list(args)
-    dtype, weak = dtypes.result_type(*[_promotion_operand(a) for a in args],
-                                     return_weak_type_flag=True)
-    return [convert(a, dtype, weak) for a in args]
 
 
-def _promotion_operand(x: Any) -> Any:
-    if isinstance(x, (Tracer, Array, TypedScalar)):
-        return x.aval
-    if isinstance(x, np.ndarray):
-        return np.dtype(dtypes.canonicalize_dtype(x.dtype))
-    if isinstance(x, np.generic):
-        return np.dtype(dtypes.canonicalize_dtype(x.dtype))
-    return x
 
 
 def default_float_dtype() -> np.dtype:

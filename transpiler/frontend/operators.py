@@ -18,7 +18,9 @@ import numpy as np
 from pyree import dtypes, tree_util
 from pyree.runtime.array import Array
 
+from ..core import primitives as P
 from ..core.ir import ShapedArray, closed_to_region
+from ..core.promotion import bind_binary, convert, promote_dtypes
 from ..core.source import SourceLoc, user_loc
 from ..core.trace import (IRBuilder, Tracer, TypedScalar, current_builder, get_aval, has_effects,
                           hooks, trace_region, tracing)
@@ -228,12 +230,14 @@ def _pred(test: Any, meta: Meta) -> Any:
         raise TypeError(f"The truth value of a traced array with more than one element is "
                         f"ambiguous ({aval.str_short()}): use .any() or .all() in the condition "
                         f"of the `{meta.kind}` at {meta.at()}")
-    from pyree import lax
-    if aval.shape != ():
-        test = lax.reshape(test, ())
-    if aval.dtype != np.bool_:
-        test = lax.ne(test, 0)
-    return test
+    return _nonzero_scalar(test)
+
+
+def _nonzero_scalar(x: Any) -> Any:
+    """A one-element traced ``x`` as a boolean scalar: whether it is nonzero."""
+    if x.aval.shape != ():
+        x = P.reshape_p.bind(x, new_sizes=())
+    return x if x.aval.dtype == np.bool_ else bind_binary(P.ne_p, x, 0)
 
 
 def _check_convertible(meta: Meta) -> None:
@@ -264,7 +268,6 @@ def join_avals(a: ShapedArray, b: ShapedArray) -> Optional[ShapedArray]:
 
 
 def _cast(x: Any, aval: ShapedArray) -> Any:
-    from pyree.numpy._util import convert
     have = get_aval(x)
     if have.dtype == aval.dtype and have.weak_type == aval.weak_type and not isinstance(
             x, (bool, int, float, complex, np.generic, np.ndarray)):
@@ -273,11 +276,10 @@ def _cast(x: Any, aval: ShapedArray) -> Any:
 
 
 def _zeros_like(x: Any) -> Any:
-    from pyree import lax
-    from pyree.numpy._util import typed_scalar
     aval = get_aval(x)
     # Keep the weak type: a filler for `return 1` must not make the result a strong int32.
-    return lax.broadcast_in_dim(typed_scalar(0, aval.dtype, aval.weak_type), aval.shape, ())
+    return P.broadcast_in_dim_p.bind(TypedScalar(0, aval.dtype, aval.weak_type),
+                                     shape=tuple(aval.shape), broadcast_dimensions=())
 
 
 def _mismatch(meta: Meta, name: str, a: Any, b: Any, where_a: str, where_b: str,
@@ -428,7 +430,6 @@ def _traced_if(pred: Any, body: Callable, orelse: Callable, values: tuple, meta:
     # Operands: (else consts..., then consts...); branch 0 runs when the predicate is false.
     branches = (region_with_extra_inputs(else_ir, [], then_avals, len(else_consts)),
                 region_with_extra_inputs(then_ir, else_avals, [], 0))
-    from pyree.numpy._util import convert
     index = convert(pred, np.dtype(np.int32))
     effects = has_effects(then_ir.eqns) or has_effects(else_ir.eqns)
     outs = cond_p.bind(index, *else_consts, *then_consts, branches=branches) \
@@ -457,30 +458,31 @@ def if_exp(test: Any, true_fn: Callable, false_fn: Callable, raw_meta: tuple,
 # -- boolean operators ----------------------------------------------------------------------------
 
 def _truth(x: Any) -> Any:
-    from pyree import lax
     aval = x.aval
     if aval.size != 1:
         raise TypeError(f"The truth value of a traced array with more than one element is "
                         f"ambiguous ({aval.str_short()}): use .any() or .all()\n  at {_here()}")
-    if aval.shape != ():
-        x = lax.reshape(x, ())
-    return x if aval.dtype == np.bool_ else lax.ne(x, 0)
+    return _nonzero_scalar(x)
 
 
 def _operand(value: Any, nxt: Any, op: str) -> Any:
     """``value and nxt`` / ``value or nxt`` for a traced ``value``: like Python, the result is one
     of the operands (``x.sum() or 1.0`` is the sum where it is nonzero), chosen at run time."""
-    from pyree import lax
     truth = _truth(value)
     if _is_bool(value) and _is_bool(nxt):
         other = _truth(nxt) if isinstance(nxt, Tracer) else bool(nxt)
-        return lax.bitwise_and(truth, other) if op == "and" else lax.bitwise_or(truth, other)
+        return bind_binary(P.and_p if op == "and" else P.or_p, truth, other)
     if not _is_arraylike(nxt) or get_aval(nxt).shape != value.aval.shape:
         raise TypeError(f"`{op}` on the traced value {value.aval.str_short()} returns one of its "
                         f"operands, so they must be arrays of one shape; the other operand is "
                         f"{_describe(nxt)}\n  at {_here()}")
-    from pyree.numpy import where
-    return where(truth, nxt, value) if op == "and" else where(truth, value, nxt)
+    # (jnp.where's semantics: the two operands promoted to one dtype, the predicate broadcast)
+    nxt, value = promote_dtypes(nxt, value)
+    shape = value.aval.shape if isinstance(value, Tracer) else get_aval(nxt).shape
+    if shape != ():
+        truth = P.broadcast_in_dim_p.bind(truth, shape=tuple(shape), broadcast_dimensions=())
+    return (P.select_p.bind(truth, nxt, value) if op == "and"
+            else P.select_p.bind(truth, value, nxt))
 
 
 def _is_bool(x: Any) -> bool:
@@ -518,8 +520,7 @@ def or_(first: Any, *rest: Callable) -> Any:
 def not_(x: Any) -> Any:
     """``not x``: a logical not when ``x`` is traced."""
     if isinstance(x, Tracer):
-        from pyree import lax
-        return lax.bitwise_not(_truth(x))
+        return P.not_p.bind(_truth(x))
     return not x
 
 
@@ -688,8 +689,7 @@ def _traced_while(test_fn: Callable, body_fn: Callable, values: tuple, meta: Met
     def test_region(*leaves):
         test = test_fn(*carry.rebuild(leaves))
         if not isinstance(test, Tracer):
-            from pyree import lax
-            test = lax.broadcast_in_dim(bool(test), (), ())
+            test = P.broadcast_in_dim_p.bind(bool(test), shape=(), broadcast_dimensions=())
         return [_pred(test, meta)]
 
     cond_ir, cond_consts = trace_region(test_region, carry.avals)
@@ -803,15 +803,16 @@ def _array_loop(iterable: Any, body_fn: Callable, extra_test: Optional[Callable]
     if length == 0:  # the body never runs (and cannot be traced: no row to take)
         carry = _Carry(values, meta)
         return carry.results(carry.leaves)
-    from pyree import lax
     int_t = dtypes.canonicalize_dtype(int)
 
     def item_at(i: Any) -> Any:
-        rows = [lax.reshape(lax.dynamic_slice(a, [i] + [0] * (get_aval(a).ndim - 1),
-                                              (1,) + get_aval(a).shape[1:]), get_aval(a).shape[1:])
+        zero = TypedScalar(0, int_t, False)
+        rows = [P.reshape_p.bind(P.dynamic_slice_p.bind(
+                    a, i, *[zero] * (get_aval(a).ndim - 1),
+                    slice_sizes=(1,) + get_aval(a).shape[1:]), new_sizes=get_aval(a).shape[1:])
                 for a in arrays]
         if kind == "enumerate":
-            return (lax.add(i, start) if start else i, rows[0])
+            return (bind_binary(P.add_p, i, start) if start else i, rows[0])
         if kind == "zip":
             return tuple(rows)
         return rows[0]
@@ -819,7 +820,7 @@ def _array_loop(iterable: Any, body_fn: Callable, extra_test: Optional[Callable]
     if extra_test is not None:  # break: the loop must be able to stop early
         return _counted_while(length, item_at, body_fn, extra_test, values, meta)
     carry = _Carry(values, meta)
-    xs = [lax.broadcasted_iota(int_t, (length,), 0)]
+    xs = [P.iota_p.bind(dtype=int_t, shape=(length,), dimension=0)]
 
     def body_region(*leaves):
         n = len(carry.avals)
@@ -836,44 +837,48 @@ def _array_loop(iterable: Any, body_fn: Callable, extra_test: Optional[Callable]
 def _counted_while(length: Any, item_at: Callable, body_fn: Callable,
                    extra_test: Optional[Callable], values: tuple, meta: Meta) -> tuple:
     """A ``while`` over ``i`` in ``[0, length)`` with ``item_at(i)`` as the loop target."""
-    from pyree import lax
     int_t = dtypes.canonicalize_dtype(int)
-    counter = lax.broadcast_in_dim(TypedScalar(0, int_t, False), (), ())
+    counter = P.broadcast_in_dim_p.bind(TypedScalar(0, int_t, False), shape=(),
+                                        broadcast_dimensions=())
 
     def test(i, *vals):
-        go = lax.lt(i, length)
+        go = bind_binary(P.lt_p, i, length)
         if extra_test is not None:
             more = extra_test(*vals)
             if isinstance(more, Tracer):
-                go = lax.bitwise_and(go, _truth(more))
+                go = P.and_p.bind(go, _truth(more))
             elif not more:
-                go = lax.bitwise_and(go, False)
+                go = bind_binary(P.and_p, go, False)
         return go
 
     def body(i, *vals):
-        return (lax.add(i, 1),) + tuple(body_fn(item_at(i), *vals))
+        return (bind_binary(P.add_p, i, 1),) + tuple(body_fn(item_at(i), *vals))
 
     return _traced_while(test, body, (counter,) + values, meta, offset=1)[1:]
 
 
 def _traced_range_loop(r: TracedRange, body_fn: Callable, extra_test: Optional[Callable],
                        values: tuple, meta: Meta) -> tuple:
-    from pyree.numpy._util import promote_dtypes
-    from pyree import lax
-    start, stop, step = (lax.broadcast_in_dim(v, (), ()) if not isinstance(v, Tracer) else v
-                         for v in promote_dtypes(r.start, r.stop, r.step))
+    start, stop, step = (
+        v if isinstance(v, Tracer) else
+        P.broadcast_in_dim_p.bind(v, shape=(), broadcast_dimensions=())
+        for v in promote_dtypes(r.start, r.stop, r.step))
+
+    def sub(a, b):
+        return bind_binary(P.sub_p, a, b)
     # Number of iterations: ceil((stop - start) / step), at least 0, for either sign of step.
     if isinstance(r.step, (int, np.integer)):
-        span = lax.sub(stop, start) if r.step > 0 else lax.sub(start, stop)
+        span = sub(stop, start) if r.step > 0 else sub(start, stop)
         size = abs(int(r.step))
     else:
-        positive = lax.gt(step, 0)
-        span = lax.select(positive, lax.sub(stop, start), lax.sub(start, stop))
-        size = lax.select(positive, step, lax.neg(step))
-    count = lax.max(lax.div(lax.add(span, lax.sub(size, 1)), size), 0) if not isinstance(
-        size, int) or size != 1 else lax.max(span, 0)
-    return _counted_while(count, lambda i: lax.add(start, lax.mul(i, step)), body_fn,
-                          extra_test, values, meta)
+        positive = bind_binary(P.gt_p, step, 0)
+        span = P.select_p.bind(positive, sub(stop, start), sub(start, stop))
+        size = P.select_p.bind(positive, step, P.neg_p.bind(step))
+    if not isinstance(size, int) or size != 1:
+        span = bind_binary(P.div_p, bind_binary(P.add_p, span, sub(size, 1)), size)
+    count = bind_binary(P.max_p, span, 0)
+    return _counted_while(count, lambda i: bind_binary(P.add_p, start, P.mul_p.bind(i, step)),
+                          body_fn, extra_test, values, meta)
 
 
 # -- other statements ---------------------------------------------------------------------------------
