@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pyree's tensor-core GEMM kernels on the GPU (issue 20; transpiler/cuda_gemm.py), then a fresh
+# pyree's tensor-core GEMM kernels on the GPU (issue 20; transpiler/backend/cuda_gemm.py), then a fresh
 # baseline of the other gpu.py rows and the tests that failed on CUDA before. On the GPU
 # machine, after `bash ../shared/gpu/pack.sh` here:
 #   bash .gpu/remote.sh bash benchmarks/gpu_gemm.sh
@@ -30,7 +30,7 @@ timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -o addopts="" tests/te
 stamp gemm_tests; grep -E "^(FAILED|ERROR)|passed|failed|Error" "$OUT/gemm_tests.txt" | cut -c1-400 | tail -25
 
 # Tuning builds of the kernels (cuda_gemm.VARIANTS, built into benchmarks/gemm_variants/ before
-# packing, e.g. `python -m pyree.transpiler.build_cuda_kernels pad benchmarks/gemm_variants/
+# packing, e.g. `python -m pyree.transpiler.backend.build_cuda_kernels pad benchmarks/gemm_variants/
 # pad.json.gz`; the folder is git-ignored: carry it), each in a process of its own.
 if ls benchmarks/gemm_variants/*.json.gz > /dev/null 2>&1; then
   PYREE_PLATFORM=$platform GEMM_VARIANTS_SCALE=$scale timeout 200 python3 \
