@@ -91,6 +91,13 @@ def test_the_hooks_the_layers_above_install():
     assert trace.hooks.apply_now is eager.apply
     assert trace.hooks.explain_unconverted is convert.explain_unconverted
     assert trace.hooks.converted is convert.converted
+    import pyree._sharded_jit
+    import pyree._vmap
+    from pyree.transpiler.interpreters import batching
+    from pyree.transpiler.programs import jit
+    # (installed by pyree's public layer: the transpiler imports nothing of it)
+    assert batching.vectorize is pyree._vmap.vmap
+    assert jit.mesh_partitioner is pyree._sharded_jit
     from pyree.transpiler.families import control_flow
     from pyree.transpiler.interpreters import nan_check, prune
     assert nan_check.apply_unchecked is eager.apply_unchecked
@@ -159,12 +166,12 @@ def test_a_new_elementwise_function_is_its_declaration_and_rules_in_one_place():
 
 RULE_TABLES = ("abstract_eval_rules", "lowering_rules", "jvp_rules", "transpose_rules",
                "batching_rules", "EAGER_RULES", "DYNAMIC_PARAMS", "spmd_rules",
-               "pruning_rules", "descend_rules", "COMPLEX128_FORMULAS")
+               "pruning_rules", "descend_rules", "COMPLEX128_FORMULAS", "VULKAN_NO_FLOAT64",
+               "VULKAN_NO_COMPLEX128")
 # Sets of primitives that share a policy (bf16 kept, views, effects, eager per shape, ...).
 RULE_SETS = ("ELEMENTWISE", "BF16_KEPT_PRIMITIVES", "BF16_CONTRACTIONS", "VIEW_PRIMITIVES",
              "FUSED_SHAPE_PRIMITIVES", "EMPTY_OPERANDS_HANDLED", "STATIC_SHAPE_PRIMITIVES",
-             "PASS_THROUGH_PRIMITIVES", "effectful_primitives", "VULKAN_NO_FLOAT64",
-             "VULKAN_NO_COMPLEX128")
+             "PASS_THROUGH_PRIMITIVES", "effectful_primitives")
 RULE_DECLARERS = ("defjvp", "defjvp_zero", "deflinear", "elementwise_unary",
                   "elementwise_binary")
 # A family in several files: control flow (its derivatives and batching are long enough).
